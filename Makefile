@@ -1,0 +1,40 @@
+# Kiln's front door. `make demo` and `make test` install missing build dependencies
+# (scripts/setup.sh), configure, build and run; both are idempotent and incremental.
+#
+#   make demo                 build and run the article's example (examples/linear_mlp)
+#   make test                 build and run every test through ctest
+#   make bench                build and run the CPU benchmarks
+#   make BUILD_DIR=... CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" test
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+GENERATOR := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
+
+.PHONY: all setup configure build demo test bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+# Configure once; later builds re-run CMake by themselves when a CMakeLists.txt changes.
+$(BUILD_DIR)/CMakeCache.txt:
+	@cmake -S . -B $(BUILD_DIR) -G "$(GENERATOR)" -DKILN_NATIVE=ON $(CMAKE_ARGS)
+
+configure: setup $(BUILD_DIR)/CMakeCache.txt
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	@$(BUILD_DIR)/examples/linear_mlp
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@$(BUILD_DIR)/bench/dispatch_overhead
+	@$(BUILD_DIR)/bench/cpu_gemm
+
+clean:
+	@rm -rf $(BUILD_DIR)

@@ -1,0 +1,13 @@
+// Kiln's umbrella header: #include <kiln/kiln.h> brings in the whole public API.
+#pragma once
+
+#include "core/error.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/generator.h"
+#include "tensor/scalar.h"
+#include "tensor/shape.h"
+#include "tensor/tensor.h"
+#include "tensor/tensor_options.h"
+#include "ops/ops.h"
+#include "nn/nn.h"

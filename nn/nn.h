@@ -1,0 +1,9 @@
+// The nn layer: modules and initialisers (kiln.h includes this).
+#pragma once
+
+#include "activation.h"
+#include "init.h"
+#include "linear.h"
+#include "mlp.h"
+#include "module.h"
+#include "sequential.h"

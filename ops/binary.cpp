@@ -1,0 +1,107 @@
+// Arithmetic ops and the shared binary path. Numbers become 0-dim CPU tensors of the
+// compute dtype; every operand is broadcast to the output shape as a stride-0 view, so the
+// kernels see one shape and never allocate.
+#include "binary.h"
+
+#include "../tensor/make.h"
+#include "elementwise.h"
+#include "op_scope.h"
+#include "validate.h"
+
+namespace kiln {
+
+namespace dispatch {
+KernelTable<BinaryKernel> binary_kernels;
+}
+
+namespace detail {
+
+namespace {
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+// Checks the promoted dtype against what the op accepts, with PyTorch's messages.
+DType compute_dtype(const char* name, BinaryOp op, DType promoted, const Scalar& alpha) {
+  switch (op) {
+    case BinaryOp::Sub:
+      KILN_CHECK(promoted != DType::Bool,
+                 "{}: subtraction with two bool tensors is not supported; use logical operations instead", name);
+      [[fallthrough]];
+    case BinaryOp::Add:
+      KILN_CHECK(!(alpha.is_floating() && !is_floating(promoted)),
+                 "{}: for integral input tensors, argument alpha must not be a floating point number (got {})", name,
+                 alpha);
+      KILN_CHECK(!(alpha.is_integral() && alpha.to_int() != 1 && promoted == DType::Bool),
+                 "{}: boolean alpha only supported for boolean results (got alpha {})", name, alpha);
+      return promoted;
+    case BinaryOp::Div:
+      return is_floating(promoted) ? promoted : DType::Float32;
+    case BinaryOp::Pow:
+      KILN_CHECK(promoted != DType::Bool, "{}: unsupported dtype bool (supported: int32, int64, float16, bfloat16, "
+                                          "float32, float64)", name);
+      return promoted;
+    default:
+      return promoted;
+  }
+}
+}  // namespace
+
+Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand& b, const Scalar& alpha) {
+  KILN_INTERNAL_ASSERT(a.tensor || b.tensor, "{}: no tensor operand", name);
+  if (a.tensor) check_defined(name, *a.tensor, "self");
+  if (b.tensor) check_defined(name, *b.tensor, "other");
+  const Device device = common_device(name, {a.tensor, b.tensor});
+
+  ResultType rt;
+  if (a.tensor) rt.add(*a.tensor);
+  else rt.add(a.number);
+  if (b.tensor) rt.add(*b.tensor);
+  else rt.add(b.number);
+  const DType compute = compute_dtype(name, op, rt.get(), alpha);
+  if (op == BinaryOp::Pow && !is_floating(compute) && !b.tensor)
+    KILN_CHECK(b.number.to_int() >= 0 || b.number.is_floating(),
+               "{}: integers to negative integer powers are not allowed (exponent {})", name, b.number);
+
+  const Shape& sa = a.tensor ? a.tensor->sizes() : Shape{};
+  const Shape& sb = b.tensor ? b.tensor->sizes() : Shape{};
+  const Shape out_shape = broadcast_shapes(sa, sb, name);
+
+  OpScope scope(name, {a.tensor, b.tensor});
+  const Tensor ta = a.tensor ? a.tensor->to(compute) : scalar_tensor(a.number, compute);
+  const Tensor tb = b.tensor ? b.tensor->to(compute) : scalar_tensor(b.number, compute);
+  const DType out_dtype = is_comparison(op) ? DType::Bool : compute;
+  Tensor out = new_contiguous(out_shape, out_dtype, device, name);
+  dispatch::binary_kernels.get(name, device)(op, out, broadcast_view(ta, out_shape), broadcast_view(tb, out_shape),
+                                             alpha);
+  return scope.output(out);
+}
+
+}  // namespace detail
+
+using detail::binary_op;
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op("add", BinaryOp::Add, a, b, alpha); }
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op("add", BinaryOp::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op("sub", BinaryOp::Sub, a, b, alpha); }
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op("sub", BinaryOp::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_op("div", BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
+Tensor pow(const Tensor& a, const Scalar& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
+Tensor pow(const Scalar& a, const Tensor& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return binary_op("sub", BinaryOp::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
+
+}  // namespace kiln

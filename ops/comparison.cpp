@@ -1,0 +1,93 @@
+// Comparison ops (through the shared binary path), where(), equal() and allclose().
+#include "comparison.h"
+
+#include <cmath>
+
+#include "../tensor/make.h"
+#include "elementwise.h"
+#include "op_scope.h"
+#include "validate.h"
+
+namespace kiln {
+
+namespace dispatch {
+KernelTable<WhereKernel> where_kernels;
+}
+
+using detail::binary_op;
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_op("le", BinaryOp::Le, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_op("le", BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined("where", cond, "condition");
+  check_defined("where", a, "self");
+  check_defined("where", b, "other");
+  KILN_CHECK(cond.dtype() == DType::Bool, "where: expected condition to be a bool tensor, got {}", cond.dtype());
+  const Device device = common_device("where", {&cond, &a, &b});
+  const DType dtype = result_type(a, b);
+  const Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  OpScope scope("where", {&cond, &a, &b});
+  Tensor out = new_contiguous(shape, dtype, device, "where");
+  dispatch::where_kernels.get("where", device)(out, broadcast_view(cond, shape), broadcast_view(a.to(dtype), shape),
+                                               broadcast_view(b.to(dtype), shape));
+  return scope.output(out);
+}
+
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b) {
+  check_defined("where", cond, "condition");
+  const DType dtype = ResultType().add(a).add(b).get();
+  return where(cond, scalar_tensor(a, dtype), scalar_tensor(b, dtype));
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  check_defined("equal", a, "self");
+  check_defined("equal", b, "other");
+  if (a.sizes() != b.sizes()) return false;
+  const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  return va == vb;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  check_defined("allclose", a, "self");
+  check_defined("allclose", b, "other");
+  KILN_CHECK(rtol >= 0 && atol >= 0, "allclose: rtol ({}) and atol ({}) must be non-negative", rtol, atol);
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
+  const auto va = broadcast_view(a, shape).to_vector<double>();
+  const auto vb = broadcast_view(b, shape).to_vector<double>();
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double x = va[i], y = vb[i];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (equal_nan && std::isnan(x) && std::isnan(y)) continue;
+      return false;
+    }
+    if (x == y) continue;  // equal infinities
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace kiln

@@ -1,0 +1,17 @@
+// Registration hooks of the CPU kernel files, called once by register_cpu_kernels().
+#pragma once
+
+namespace kiln::cpu {
+
+void register_factory_kernels();
+void register_copy_kernels();
+void register_unary_kernels();
+void register_binary_kernels();
+void register_reduce_kernels();
+void register_softmax_kernels();
+void register_gemm_kernels();
+void register_layer_norm_kernels();
+void register_dropout_kernels();
+void register_loss_kernels();
+
+}  // namespace kiln::cpu

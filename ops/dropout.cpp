@@ -1,0 +1,33 @@
+// dropout validation and dispatch; the mask is drawn inside the kernel from Philox blocks
+// reserved here (one uniform per element).
+#include "dropout.h"
+
+#include "../tensor/make.h"
+#include "../tensor/philox.h"
+#include "kernels.h"
+#include "op_scope.h"
+#include "validate.h"
+
+namespace kiln {
+
+namespace dispatch {
+KernelTable<DropoutKernel> dropout_kernels;
+}
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  check_defined("dropout", x);
+  KILN_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability has to be between 0 and 1, but got {}", p);
+  KILN_CHECK(is_floating(x.dtype()), "dropout: unsupported dtype {} (supported: float16, bfloat16, float32, float64)",
+             x.dtype());
+  OpScope scope("dropout", {&x});
+  if (!train || p == 0.0) return scope.output(x);
+  const Tensor in = x.contiguous();
+  Tensor out = new_contiguous(x.sizes(), x.dtype(), x.device(), "dropout");
+  // Uniforms are drawn 4 per Philox block whatever the dtype (the mask needs no more bits).
+  const uint64_t blocks = (static_cast<uint64_t>(x.numel()) + 3) / 4;
+  const PhiloxState state = default_generator().reserve(blocks);
+  dispatch::dropout_kernels.get("dropout", x.device())(out, in, p, state);
+  return scope.output(out);
+}
+
+}  // namespace kiln

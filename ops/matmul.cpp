@@ -1,0 +1,122 @@
+// matmul family: shape rules and error messages here, the GEMM itself in matmul_cpu.cpp.
+// linear() is an op of its own (profiles show linear -> addmm, as in PyTorch) and the node
+// graph capture later fuses with a following gelu.
+#include "matmul.h"
+
+#include "../tensor/make.h"
+#include "kernels.h"
+#include "op_scope.h"
+#include "validate.h"
+
+namespace kiln {
+
+namespace dispatch {
+KernelTable<GemmKernel> gemm_kernels;
+}
+
+namespace {
+
+void check_pair(const char* op, const Tensor& a, const Tensor& b, const char* name_a, const char* name_b) {
+  check_defined(op, a, name_a);
+  check_defined(op, b, name_b);
+  common_device(op, {&a, &b});
+  KILN_CHECK(a.dtype() == b.dtype(), "{}: expected {} and {} to have the same dtype, but got {} and {}", op, name_a,
+             name_b, a.dtype(), b.dtype());
+  KILN_CHECK(a.dtype() != DType::Bool, "{}: unsupported dtype bool (supported: int32, int64, float16, bfloat16, "
+                                       "float32, float64)", op);
+}
+
+// out [..., M, N] = a [..., M, K] @ b [..., K, N] with identical batch dims.
+Tensor batched_gemm(const char* op, const Tensor& a, const Tensor& b) {
+  Shape out_shape = a.sizes();
+  out_shape.back() = b.sizes().back();
+  Tensor out = new_contiguous(out_shape, a.dtype(), a.device(), op);
+  dispatch::gemm_kernels.get(op, a.device())(out, a, b, 1.0, 0.0);
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_pair("matmul", a, b, "a", "b");
+  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, got shapes {} and {}",
+             shape_str(a.sizes()), shape_str(b.sizes()));
+  // Promote 1-D operands to matrices, remembering which dims to drop afterwards.
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  const Shape as = a_vec ? Shape{1, a.sizes()[0]} : a.sizes();
+  const Shape bs = b_vec ? Shape{b.sizes()[0], 1} : b.sizes();
+  const int64_t k_a = as.back(), k_b = bs[bs.size() - 2];
+  KILN_CHECK(k_a == k_b, "matmul: inner dimensions must match, but a has shape {} and b has shape {} ({} vs {})",
+             shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
+  const Shape batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
+  const Shape batch = broadcast_shapes(batch_a, batch_b, "matmul");
+
+  OpScope scope("matmul", {&a, &b});
+  Shape full_a = batch, full_b = batch;
+  full_a.insert(full_a.end(), as.end() - 2, as.end());
+  full_b.insert(full_b.end(), bs.end() - 2, bs.end());
+  const Tensor a3 = broadcast_view(new_view(a, as, a_vec ? Shape{0, a.strides()[0]} : a.strides(), a.storage_offset()), full_a);
+  const Tensor b3 = broadcast_view(new_view(b, bs, b_vec ? Shape{b.strides()[0], 0} : b.strides(), b.storage_offset()), full_b);
+  Tensor out = batched_gemm("matmul", a3, b3);
+  Shape final_shape = batch;
+  if (!a_vec) final_shape.push_back(as[as.size() - 2]);
+  if (!b_vec) final_shape.push_back(bs.back());
+  if (final_shape != out.sizes()) out = new_view(out, final_shape, contiguous_strides(final_shape), 0);
+  return scope.output(out);
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_pair("mm", a, b, "self", "mat2");
+  KILN_CHECK(a.dim() == 2 && b.dim() == 2, "mm: expected 2-D matrices, got shapes {} and {}", shape_str(a.sizes()),
+             shape_str(b.sizes()));
+  KILN_CHECK(a.sizes()[1] == b.sizes()[0], "mm: shapes {} and {} cannot be multiplied ({} vs {})",
+             shape_str(a.sizes()), shape_str(b.sizes()), a.sizes()[1], b.sizes()[0]);
+  OpScope scope("mm", {&a, &b});
+  return scope.output(batched_gemm("mm", a, b));
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  check_defined("addmm", bias, "self");
+  check_pair("addmm", a, b, "mat1", "mat2");
+  common_device("addmm", {&bias, &a, &b});
+  KILN_CHECK(a.dim() == 2 && b.dim() == 2, "addmm: expected 2-D matrices, got shapes {} and {}", shape_str(a.sizes()),
+             shape_str(b.sizes()));
+  KILN_CHECK(a.sizes()[1] == b.sizes()[0], "addmm: mat1 and mat2 shapes cannot be multiplied ({} and {}: {} vs {})",
+             shape_str(a.sizes()), shape_str(b.sizes()), a.sizes()[1], b.sizes()[0]);
+  KILN_CHECK(bias.dtype() == a.dtype(), "addmm: expected bias to have dtype {}, but got {}", a.dtype(), bias.dtype());
+  const Shape out_shape{a.sizes()[0], b.sizes()[1]};
+  const Shape target = broadcast_shapes(bias.sizes(), out_shape, "addmm");
+  KILN_CHECK(target == out_shape, "addmm: bias of shape {} cannot be broadcast to the output shape {}",
+             shape_str(bias.sizes()), shape_str(out_shape));
+  OpScope scope("addmm", {&bias, &a, &b});
+  Tensor out = new_contiguous(out_shape, a.dtype(), a.device(), "addmm");
+  const double beta_v = beta.to_double();
+  if (beta_v != 0.0) dispatch::copy_kernels.get("addmm", a.device())(out, broadcast_view(bias, out_shape));
+  dispatch::gemm_kernels.get("addmm", a.device())(out, a, b, alpha.to_double(), beta_v);
+  return scope.output(out);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_pair("linear", x, weight, "input", "weight");
+  KILN_CHECK(weight.dim() == 2, "linear: weight must be 2-D [out_features, in_features], got shape {}",
+             shape_str(weight.sizes()));
+  KILN_CHECK(x.dim() >= 1, "linear: input must have at least 1 dimension, got a 0-dim tensor");
+  const int64_t in_features = weight.sizes()[1], out_features = weight.sizes()[0];
+  KILN_CHECK(x.sizes().back() == in_features,
+             "linear: input's last dimension ({}) does not match in_features ({}): input shape {}, weight shape {}",
+             x.sizes().back(), in_features, shape_str(x.sizes()), shape_str(weight.sizes()));
+  if (bias.defined()) {
+    common_device("linear", {&x, &weight, &bias});
+    KILN_CHECK(bias.dim() == 1 && bias.sizes()[0] == out_features,
+               "linear: bias must have shape [{}] (out_features), got {}", out_features, shape_str(bias.sizes()));
+    KILN_CHECK(bias.dtype() == x.dtype(), "linear: expected bias to have dtype {}, but got {}", x.dtype(), bias.dtype());
+  }
+  OpScope scope("linear", {&x, &weight, &bias});
+  const Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, in_features});
+  Tensor out2 = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
+  Shape out_shape = x.sizes();
+  out_shape.back() = out_features;
+  return scope.output(x.dim() == 2 ? out2 : out2.view(out_shape));
+}
+
+}  // namespace kiln

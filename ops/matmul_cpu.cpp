@@ -1,0 +1,127 @@
+// CPU GEMM through Eigen. Each matrix operand is mapped in place when one of its strides is
+// 1 (row-major, or transposed/column-major as t() produces), so linear's weight.t() costs
+// no copy; other layouts are packed into a dense buffer first. float16/bfloat16 operands
+// are widened to float, multiplied, and rounded once; integer GEMMs use an exact loop.
+#include <Eigen/Core>
+#include <vector>
+
+#include "../tensor/convert.h"
+#include "../tensor/dtype_dispatch.h"
+#include "cpu/loops.h"
+#include "cpu/register.h"
+#include "kernels.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// A strided R x C matrix (strides in elements).
+template <typename T>
+struct MatrixRef {
+  const T* data;
+  int64_t rows, cols, row_stride, col_stride;
+};
+
+template <typename T>
+using ColMajorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>, 0,
+                               Eigen::OuterStride<>>;
+
+// Runs f(eigen_expression) with `m` as an Eigen expression: a column-major map of its
+// transpose (row-major data) or of itself (column-major data), or of a packed copy.
+template <typename T, typename F>
+void with_eigen(const MatrixRef<T>& m, std::vector<T>& scratch, F&& f) {
+  const bool row_major = (m.col_stride == 1 || m.cols == 1) && (m.rows == 1 || m.row_stride >= m.cols);
+  const bool col_major = (m.row_stride == 1 || m.rows == 1) && (m.cols == 1 || m.col_stride >= m.rows);
+  if (row_major) {
+    const int64_t ld = m.rows == 1 ? std::max<int64_t>(m.cols, 1) : m.row_stride;
+    f(ColMajorMap<T>(m.data, m.cols, m.rows, Eigen::OuterStride<>(ld)).transpose());
+  } else if (col_major) {
+    const int64_t ld = m.cols == 1 ? std::max<int64_t>(m.rows, 1) : m.col_stride;
+    f(ColMajorMap<T>(m.data, m.rows, m.cols, Eigen::OuterStride<>(ld)));
+  } else {
+    scratch.resize(static_cast<size_t>(m.rows * m.cols));
+    for (int64_t c = 0; c < m.cols; ++c)
+      for (int64_t r = 0; r < m.rows; ++r) scratch[c * m.rows + r] = m.data[r * m.row_stride + c * m.col_stride];
+    f(ColMajorMap<T>(scratch.data(), m.rows, m.cols, Eigen::OuterStride<>(std::max<int64_t>(m.rows, 1))));
+  }
+}
+
+// out (dense row-major M x N) = beta * out + alpha * a @ b, for float and double.
+template <typename T>
+void gemm_eigen(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta) {
+  using RowMajorOut = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  RowMajorOut o(out, a.rows, b.cols);
+  if (beta == T(0)) o.setZero();
+  else if (beta != T(1)) o *= beta;
+  if (a.cols == 0) return;
+  std::vector<T> scratch_a, scratch_b;
+  with_eigen(a, scratch_a, [&](const auto& ea) {
+    with_eigen(b, scratch_b, [&](const auto& eb) { o.noalias() += alpha * (ea * eb); });
+  });
+}
+
+// Dense float copy of a strided matrix of 16-bit floats.
+template <typename T>
+std::vector<float> widen(const MatrixRef<T>& m) {
+  std::vector<float> v(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) v[r * m.cols + c] = static_cast<float>(m.data[r * m.row_stride + c * m.col_stride]);
+  return v;
+}
+
+template <typename T>
+void gemm_one(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, double alpha, double beta) {
+  const int64_t M = a.rows, N = b.cols, K = a.cols;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    gemm_eigen<T>(out, a, b, static_cast<T>(alpha), static_cast<T>(beta));
+  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    const std::vector<float> wa = widen(a), wb = widen(b);
+    std::vector<float> wo(static_cast<size_t>(M * N));
+    for (int64_t i = 0; i < M * N; ++i) wo[i] = beta == 0.0 ? 0.0f : static_cast<float>(out[i]);
+    gemm_eigen<float>(wo.data(), MatrixRef<float>{wa.data(), M, K, K, 1}, MatrixRef<float>{wb.data(), K, N, N, 1},
+                      static_cast<float>(alpha), static_cast<float>(beta));
+    for (int64_t i = 0; i < M * N; ++i) out[i] = T(wo[i]);
+  } else {  // integers: exact, i-k-j order so the inner loop streams rows of b and out
+    const auto ia = static_cast<int64_t>(alpha), ib = static_cast<int64_t>(beta);
+    std::vector<int64_t> acc(static_cast<size_t>(N));
+    for (int64_t i = 0; i < M; ++i) {
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t av = a.data[i * a.row_stride + k * a.col_stride];
+        for (int64_t j = 0; j < N; ++j) acc[j] += av * static_cast<int64_t>(b.data[k * b.row_stride + j * b.col_stride]);
+      }
+      for (int64_t j = 0; j < N; ++j) {
+        const int64_t prev = ib == 0 ? 0 : ib * static_cast<int64_t>(out[i * N + j]);
+        out[i * N + j] = static_cast<T>(prev + ia * acc[j]);
+      }
+    }
+  }
+}
+
+void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  const int64_t nd = out.dim();
+  const int64_t M = out.sizes()[nd - 2], N = out.sizes()[nd - 1], K = a.sizes()[nd - 1];
+  const Shape batch(out.sizes().begin(), out.sizes().end() - 2);
+  auto batch_operand = [&](const Tensor& t) {
+    WalkOperand op = operand(t);
+    op.byte_strides.resize(static_cast<size_t>(nd - 2));
+    return op;
+  };
+  dispatch_numeric(out.dtype(), "matmul", [&]<typename T>() {
+    const int64_t sa0 = a.strides()[nd - 2], sa1 = a.strides()[nd - 1];
+    const int64_t sb0 = b.strides()[nd - 2], sb1 = b.strides()[nd - 1];
+    walk<3>(batch, {batch_operand(out), batch_operand(a), batch_operand(b)}, [&](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        gemm_one<T>(reinterpret_cast<T*>(p[0] + i * s[0]),
+                    MatrixRef<T>{reinterpret_cast<const T*>(p[1] + i * s[1]), M, K, sa0, sa1},
+                    MatrixRef<T>{reinterpret_cast<const T*>(p[2] + i * s[2]), K, N, sb0, sb1}, alpha, beta);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_gemm_kernels() { dispatch::gemm_kernels.set(DeviceType::CPU, &gemm_cpu); }
+
+}  // namespace kiln::cpu

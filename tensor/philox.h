@@ -1,0 +1,96 @@
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a
+// counter-based generator. Output block k of a stream depends only on (seed, k), so any
+// element of a random tensor can be computed independently, on the CPU or on a GPU thread,
+// and both give the same numbers (Note [Random numbers are a function of the index]).
+//
+// Element i of a random tensor uses block (base + i / per_block) and lane i % per_block,
+// where per_block is 4 for 32-bit-or-smaller outputs and 2 for float64. Box-Muller runs in
+// double so the CPU and CUDA results round to the same float.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KILN_HOST_DEVICE __host__ __device__
+#else
+#define KILN_HOST_DEVICE
+#endif
+
+namespace kiln::philox {
+
+/// Four 32-bit outputs of one Philox block.
+struct Block {
+  uint32_t x[4];
+};
+
+/// Philox4x32-10 on a full 128-bit counter and 64-bit key (the published algorithm; tested
+/// against the Random123 known-answer vectors).
+KILN_HOST_DEVICE inline Block philox4x32_10(Block counter, uint32_t key0, uint32_t key1) {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  uint32_t c0 = counter.x[0], c1 = counter.x[1], c2 = counter.x[2], c3 = counter.x[3];
+  uint32_t k0 = key0, k1 = key1;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;
+    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c2;
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return Block{{c0, c1, c2, c3}};
+}
+
+/// Block `counter` of the stream keyed by `seed`: counter in the low 64 bits, seed as key.
+KILN_HOST_DEVICE inline Block block(uint64_t seed, uint64_t counter) {
+  return philox4x32_10(Block{{static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0u, 0u}},
+                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+}
+
+/// A uniform float in [0, 1) from 24 random bits.
+KILN_HOST_DEVICE inline float uniform_float(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
+}
+
+/// A uniform double in [0, 1) from 53 random bits taken from two outputs.
+KILN_HOST_DEVICE inline double uniform_double(uint32_t hi, uint32_t lo) {
+  const uint64_t bits = ((static_cast<uint64_t>(hi) << 32) | lo) >> 11;
+  return static_cast<double>(bits) * (1.0 / 9007199254740992.0);
+}
+
+/// Values of element type with `bytes` per element taken from one block.
+KILN_HOST_DEVICE constexpr int per_block(int bytes) { return bytes == 8 ? 2 : 4; }
+
+/// Lane `lane` of a block as a uniform value in [0, 1): float precision for 4-per-block
+/// streams, double precision for 2-per-block streams.
+KILN_HOST_DEVICE inline double uniform(const Block& b, int lane, int values_per_block) {
+  if (values_per_block == 4) return static_cast<double>(uniform_float(b.x[lane]));
+  return uniform_double(b.x[2 * lane], b.x[2 * lane + 1]);
+}
+
+/// Standard normal value for lane `lane`: Box-Muller over the block's uniforms, in double.
+KILN_HOST_DEVICE inline double normal(const Block& b, int lane, int values_per_block) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  double u1, u2;
+  bool use_cos;
+  if (values_per_block == 4) {
+    // Lanes (0,1) and (2,3) form two Box-Muller pairs.
+    const int pair = lane / 2;
+    u1 = 1.0 - static_cast<double>(uniform_float(b.x[2 * pair]));  // (0, 1]: log is finite
+    u2 = static_cast<double>(uniform_float(b.x[2 * pair + 1]));
+    use_cos = (lane % 2) == 0;
+  } else {
+    u1 = 1.0 - uniform_double(b.x[0], b.x[1]);
+    u2 = uniform_double(b.x[2], b.x[3]);
+    use_cos = lane == 0;
+  }
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  return use_cos ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
+}
+
+}  // namespace kiln::philox

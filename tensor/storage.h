@@ -1,0 +1,38 @@
+// Storage: the memory behind one or more tensors. Views share a Storage and differ only in
+// sizes, strides and offset, so a Storage is reference-counted and outlives every view.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "../allocator/cpu_allocator.h"
+#include "device.h"
+
+namespace kiln {
+
+/// A block of memory on one device, owned (or, for from_blob, merely referenced).
+class StorageImpl {
+ public:
+  /// Wraps memory an allocator handed out.
+  StorageImpl(DataPtr data, size_t nbytes, Device device)
+      : data_(std::move(data)), nbytes_(nbytes), device_(device) {}
+
+  void* data() const { return data_.get(); }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  DataPtr data_;
+  size_t nbytes_;
+  Device device_;
+};
+
+/// Allocates fresh storage of `nbytes` on `device` (op names the caller for error messages).
+std::shared_ptr<StorageImpl> allocate_storage(size_t nbytes, Device device, const char* op);
+
+/// Wraps memory Kiln does not own; `deleter` (may be empty) runs when the last view dies.
+std::shared_ptr<StorageImpl> wrap_storage(void* data, size_t nbytes, Device device,
+                                          std::function<void(void*)> deleter);
+
+}  // namespace kiln

@@ -1,0 +1,196 @@
+// Tensor: a cheap, reference-counted handle to a TensorImpl. Copying a Tensor copies the
+// handle, not the data (as in PyTorch); views share storage with their base.
+//
+// The metadata accessors live in tensor/. Methods that compute (views are recorded as ops,
+// copies and conversions run kernels) are declared here and defined in ops/, which sits on
+// top of tensor/: the include arrows still point one way.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/error.h"
+#include "scalar.h"
+#include "tensor_impl.h"
+#include "tensor_options.h"
+
+namespace kiln {
+
+/// A handle to an n-dimensional array on a device. Default-constructed handles are undefined.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Wraps an impl (used by factories and views).
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  /// True when this handle refers to a tensor.
+  bool defined() const { return impl_ != nullptr; }
+
+  // ---- metadata -------------------------------------------------------------------------
+  /// Number of dimensions.
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes().size()); }
+  /// Number of dimensions (NumPy's name).
+  int64_t ndim() const { return dim(); }
+  /// Sizes, outermost first.
+  const Shape& sizes() const { return impl().sizes(); }
+  /// Sizes, outermost first (PyTorch's other name).
+  const Shape& shape() const { return impl().sizes(); }
+  /// Size of dim `d` (negative counts from the end).
+  int64_t size(int64_t d) const;
+  /// Strides in elements, outermost first.
+  const Shape& strides() const { return impl().strides(); }
+  /// Stride of dim `d` in elements (negative counts from the end).
+  int64_t stride(int64_t d) const;
+  /// Offset of the first element into the storage, in elements.
+  int64_t storage_offset() const { return impl().offset(); }
+  /// Number of elements.
+  int64_t numel() const { return impl().numel(); }
+  /// Element type.
+  DType dtype() const { return impl().dtype(); }
+  /// Device the data lives on.
+  Device device() const { return impl().device(); }
+  /// dtype, device and requires_grad, for making tensors like this one.
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  /// Bytes per element.
+  size_t element_size() const { return kiln::element_size(dtype()); }
+  /// Bytes spanned by the elements (numel * element_size).
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  /// True when the elements are laid out densely in row-major order.
+  bool is_contiguous() const { return impl().is_contiguous(); }
+  /// True for float16, bfloat16, float32 and float64 tensors.
+  bool is_floating_point() const { return is_floating(dtype()); }
+  /// True for tensors on a CUDA device.
+  bool is_cuda() const { return device().is_cuda(); }
+  /// Address of the first element.
+  void* data_ptr() const { return impl().data(); }
+  /// Typed address of the first element; throws when T does not match the dtype.
+  template <typename T>
+  T* data_ptr() const {
+    KILN_CHECK(dtype_of<T>() == dtype(), "data_ptr: asked for {} elements but the tensor holds {}",
+               dtype_of<T>(), dtype());
+    return static_cast<T*>(data_ptr());
+  }
+  /// True when both handles refer to the same TensorImpl.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// True when both tensors share storage (one is a view of the other, or both of a third).
+  bool is_alias_of(const Tensor& other) const {
+    return defined() && other.defined() && impl_->storage() == other.impl_->storage();
+  }
+
+  // ---- autograd readiness (the engine arrives in autograd/) ------------------------------
+  /// Whether gradients will be tracked for this tensor.
+  bool requires_grad() const { return impl().requires_grad(); }
+  /// Marks the tensor as a leaf that tracks gradients; only floating tensors may.
+  Tensor& requires_grad_(bool on = true);
+
+  // ---- views: share storage, recorded as ops (defined in ops/views.cpp) ------------------
+  /// A view with a new shape (one -1 is inferred); throws when the strides do not allow it.
+  Tensor view(const Shape& shape) const;
+  /// Like view(), but copies when the layout does not allow a view.
+  Tensor reshape(const Shape& shape) const;
+  /// Swaps two dims.
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  /// Transpose of a tensor with at most 2 dims.
+  Tensor t() const;
+  /// Reorders all dims: result dim i is input dim dims[i].
+  Tensor permute(const Shape& dims) const;
+  /// Moves dim `source` to position `destination`, keeping the others in order.
+  Tensor movedim(int64_t source, int64_t destination) const;
+  /// Elements [start, start + length) along `dim`.
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// Python-style slice start:end:step along `dim` (negative and out-of-range bounds clamp).
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  /// Index `index` along `dim`, removing that dim.
+  Tensor select(int64_t dim, int64_t index) const;
+  /// select(0, index).
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  /// Inserts a size-1 dim at `dim`.
+  Tensor unsqueeze(int64_t dim) const;
+  /// Removes every size-1 dim.
+  Tensor squeeze() const;
+  /// Removes `dim` if its size is 1 (otherwise returns an unchanged view).
+  Tensor squeeze(int64_t dim) const;
+  /// Broadcasts size-1 dims (and new leading dims) to `sizes` without copying; -1 keeps a size.
+  Tensor expand(const Shape& sizes) const;
+  /// expand(other.sizes()).
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  /// Merges dims start..end into one.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// A view with explicit sizes, strides and storage offset (no bounds beyond storage allowed).
+  Tensor as_strided(const Shape& sizes, const Shape& strides, int64_t storage_offset) const;
+
+  // ---- copies and conversions (defined in ops/copy.cpp) ----------------------------------
+  /// This tensor if already contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  /// A contiguous copy with its own storage.
+  Tensor clone() const;
+  /// This tensor converted to `dtype` (this tensor itself if the dtype already matches).
+  Tensor to(DType dtype) const;
+  /// This tensor moved to `device` (this tensor itself if already there).
+  Tensor to(Device device) const;
+  /// to(device) then to(dtype).
+  Tensor to(Device device, DType dtype) const;
+  /// to(Device::cpu()).
+  Tensor cpu() const { return to(Device::cpu()); }
+  /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor's memory.
+  Tensor& copy_(const Tensor& src);
+  /// Sets every element to `value` (defined in ops/factory.cpp).
+  Tensor& fill_(const Scalar& value);
+  /// Sets every element to zero.
+  Tensor& zero_();
+  /// Fills with uniform random values in [from, to) from the default generator.
+  Tensor& uniform_(double from = 0.0, double to = 1.0);
+  /// Fills with normal random values of the given mean and standard deviation.
+  Tensor& normal_(double mean = 0.0, double std = 1.0);
+  /// Replaces this tensor's storage, dtype and layout with `other`'s, keeping the handle's
+  /// identity, so every holder of this Tensor sees the new data (what Module::to() uses).
+  void set_data(const Tensor& other);
+
+  /// The single element as a Scalar; throws unless numel() == 1.
+  Scalar item() const;
+  /// The single element converted to T; throws unless numel() == 1.
+  template <typename T>
+  T item() const {
+    return item().to<T>();
+  }
+  /// All elements in row-major order, converted to T (float, double, int64_t, int32_t, bool,
+  /// Half, BFloat16).
+  template <typename T>
+  std::vector<T> to_vector() const {
+    Tensor c = dense_cpu_copy(dtype_of<T>());
+    const T* p = static_cast<const T*>(c.data_ptr());
+    return std::vector<T>(p, p + c.numel());
+  }
+
+  // ---- printing (tensor/print.cpp) -------------------------------------------------------
+  /// PyTorch's repr: "tensor([[1., 2.]], dtype=float64)", summarised with "..." when large.
+  std::string str() const;
+
+  /// The impl, for Kiln's internals.
+  TensorImpl* unsafe_impl() const { return impl_.get(); }
+
+ private:
+  /// A contiguous CPU tensor of `dtype` with this tensor's values (this tensor if it already is one).
+  Tensor dense_cpu_copy(DType dtype) const;
+  TensorImpl& impl() const {
+    if (!impl_) [[unlikely]] throw_undefined();
+    return *impl_;
+  }
+  [[noreturn]] static void throw_undefined();
+
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Writes t.str().
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace kiln
+
+template <>
+struct fmt::formatter<kiln::Tensor> : fmt::formatter<std::string> {
+  auto format(const kiln::Tensor& t, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string>::format(t.str(), ctx);
+  }
+};

@@ -1,0 +1,60 @@
+// TensorImpl: what a Tensor handle points to. Storage plus the layout that views change
+// (sizes, strides, offset, all in elements), the dtype and device, and the autograd flag.
+//
+// numel and contiguity are cached because every op asks for them; set_layout() is the only
+// way to change the layout, so the caches cannot go stale.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "device.h"
+#include "dtype.h"
+#include "storage.h"
+
+namespace kiln {
+
+/// Sizes or strides of a tensor, outermost dimension first.
+using Shape = std::vector<int64_t>;
+
+/// The state behind a Tensor handle. Views share `storage` and own their layout.
+class TensorImpl {
+ public:
+  TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset);
+
+  const std::shared_ptr<StorageImpl>& storage() const { return storage_; }
+  const Shape& sizes() const { return sizes_; }
+  const Shape& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  int64_t numel() const { return numel_; }
+  bool is_contiguous() const { return contiguous_; }
+  bool requires_grad() const { return requires_grad_; }
+  void set_requires_grad(bool r) { requires_grad_ = r; }
+
+  /// Address of the first element (storage base + offset).
+  void* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size(dtype_));
+  }
+
+  /// Replaces the layout; recomputes numel and contiguity.
+  void set_layout(Shape sizes, Shape strides, int64_t offset);
+  /// Replaces storage, dtype and layout at once (what Module::to does to a parameter).
+  void replace(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset);
+
+ private:
+  void refresh();
+
+  std::shared_ptr<StorageImpl> storage_;
+  DType dtype_;
+  Shape sizes_;
+  Shape strides_;
+  int64_t offset_;
+  int64_t numel_ = 1;
+  bool contiguous_ = true;
+  bool requires_grad_ = false;
+};
+
+}  // namespace kiln

@@ -1,0 +1,24 @@
+// Out-of-tree consumer: uses the umbrella header and checks a result it can compute itself.
+#include <kiln/kiln.h>
+
+#include <cmath>
+
+int main() {
+  using namespace kiln;
+  nn::Linear layer(3, 2);
+  Tensor x = ones({4, 3});
+  Tensor y = layer(x);
+  // Every row is weight.sum(1) + bias.
+  const std::vector<float> w = layer.weight.to_vector<float>(), b = layer.bias.to_vector<float>();
+  const std::vector<float> got = y.to_vector<float>();
+  for (int r = 0; r < 4; ++r)
+    for (int o = 0; o < 2; ++o) {
+      const float want = w[o * 3] + w[o * 3 + 1] + w[o * 3 + 2] + b[o];
+      if (std::abs(got[r * 2 + o] - want) > 1e-5f) {
+        fmt::print(stderr, "consumer: mismatch at ({}, {}): {} vs {}\n", r, o, got[r * 2 + o], want);
+        return 1;
+      }
+    }
+  fmt::print("consumer: {} from an installed Kiln\n", y.sizes());
+  return 0;
+}
