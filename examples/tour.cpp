@@ -11,7 +11,7 @@ int main() {
     fmt::print("-- factories\n");
     fmt::print("zeros({{2, 3}})        = {}\n", zeros({2, 3}));
     fmt::print("arange(6)            = {}\n", arange(6));
-    fmt::print("eye(3, kFloat64)     = {}\n", eye(3, -1, kFloat64));
+    fmt::print("eye(3, kFloat64)     = {}\n", eye(3, kFloat64));
     Tensor x = randn({3, 4});
     fmt::print("randn({{3, 4}})        = {}\n", x);
 

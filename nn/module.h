@@ -4,6 +4,7 @@
 // and the printed repr PyTorch users recognise.
 #pragma once
 
+#include <deque>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -33,7 +34,8 @@ class Module {
   Tensor operator()(const Tensor& x) { return forward(x); }
 
   /// Adds a parameter; floating parameters are marked requires_grad (unless told not to).
-  /// Returns the stored handle. Names must be unique and contain no '.'.
+  /// Returns the stored handle (it stays valid while the module lives). Names must be
+  /// unique and contain no '.'.
   Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
   /// Adds a buffer: state that is not trained (running statistics, masks).
   Tensor& register_buffer(const std::string& name, Tensor value);
@@ -88,8 +90,10 @@ class Module {
 
   std::string name_;
   bool training_ = true;
-  std::vector<std::pair<std::string, Tensor>> parameters_;
-  std::vector<std::pair<std::string, Tensor>> buffers_;
+  // Deques, not vectors: register_parameter/register_buffer return a reference to the
+  // stored handle, which must survive later registrations (a vector would reallocate).
+  std::deque<std::pair<std::string, Tensor>> parameters_;
+  std::deque<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 

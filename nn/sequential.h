@@ -14,8 +14,12 @@ class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
   /// Builds the chain from modules given by value: Sequential(Linear(2, 3), ReLU()).
+  /// Modules cannot be copied, so lvalues are refused (std::move them, or push_back a
+  /// shared_ptr): without that rule Sequential(other_sequential) would pick this constructor
+  /// and recurse into itself forever.
   template <typename... M>
-    requires(sizeof...(M) > 0 && (std::is_base_of_v<Module, std::decay_t<M>> && ...))
+    requires(sizeof...(M) > 0 &&
+             ((std::is_base_of_v<Module, std::decay_t<M>> && !std::is_lvalue_reference_v<M>) && ...))
   explicit Sequential(M&&... modules) : Module("Sequential") {
     (push_back(std::make_shared<std::decay_t<M>>(std::forward<M>(modules))), ...);
   }

@@ -23,15 +23,14 @@ bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 DType compute_dtype(const char* name, BinaryOp op, DType promoted, const Scalar& alpha) {
   switch (op) {
     case BinaryOp::Sub:
-      KILN_CHECK(promoted != DType::Bool,
-                 "{}: subtraction with two bool tensors is not supported; use logical operations instead", name);
-      [[fallthrough]];
     case BinaryOp::Add:
+      // PyTorch's alpha_check: a bool alpha needs a bool result, a floating alpha a floating one.
+      KILN_CHECK(!(alpha.is_bool() && promoted != DType::Bool),
+                 "{}: boolean alpha only supported for boolean results (got alpha {} for a {} result)", name, alpha,
+                 promoted);
       KILN_CHECK(!(alpha.is_floating() && !is_floating(promoted)),
                  "{}: for integral input tensors, argument alpha must not be a floating point number (got {})", name,
                  alpha);
-      KILN_CHECK(!(alpha.is_integral() && alpha.to_int() != 1 && promoted == DType::Bool),
-                 "{}: boolean alpha only supported for boolean results (got alpha {})", name, alpha);
       return promoted;
     case BinaryOp::Div:
       return is_floating(promoted) ? promoted : DType::Float32;
@@ -56,6 +55,15 @@ Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand&
   else rt.add(a.number);
   if (b.tensor) rt.add(*b.tensor);
   else rt.add(b.number);
+  if (op == BinaryOp::Sub) {  // PyTorch's sub_check: any bool operand, tensor or number
+    const bool a_bool = a.tensor ? a.tensor->dtype() == DType::Bool : a.number.is_bool();
+    const bool b_bool = b.tensor ? b.tensor->dtype() == DType::Bool : b.number.is_bool();
+    KILN_CHECK(!(a_bool && b_bool),
+               "{}: subtraction with two bool tensors is not supported; use a != b (exclusive or) instead", name);
+    KILN_CHECK(!a_bool && !b_bool,
+               "{}: subtraction with a bool tensor is not supported; to invert a mask use "
+               "mask == false instead", name);
+  }
   const DType compute = compute_dtype(name, op, rt.get(), alpha);
   if (op == BinaryOp::Pow && !is_floating(compute) && !b.tensor)
     KILN_CHECK(b.number.to_int() >= 0 || b.number.is_floating(),

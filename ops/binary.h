@@ -7,11 +7,13 @@
 
 namespace kiln {
 
-/// a + alpha * b.
+/// a + alpha * b. alpha must be an integer for integer results and a bool only for bool
+/// results (where + is logical or).
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 /// a + alpha * b for a number b.
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
-/// a - alpha * b.
+/// a - alpha * b. A bool operand (tensor or number) is an error, as in PyTorch: invert a
+/// mask with mask == false, xor two with a != b.
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 /// a - alpha * b for a number b.
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);

@@ -85,7 +85,10 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
       return false;
     }
     if (x == y) continue;  // equal infinities
-    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+    // As PyTorch's isclose: an infinite difference (inf vs -inf, inf vs finite) is never
+    // close, even though atol + rtol * |inf| is infinite too.
+    const double diff = std::abs(x - y);
+    if (!(std::isfinite(diff) && diff <= atol + rtol * std::abs(y))) return false;
   }
   return true;
 }

@@ -45,8 +45,9 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b);
 
 /// True when both tensors have the same shape and equal values (dtypes may differ).
 bool equal(const Tensor& a, const Tensor& b);
-/// True when |a - b| <= atol + rtol * |b| everywhere (shapes must broadcast); NaNs compare
-/// equal only with equal_nan.
+/// True when |a - b| <= atol + rtol * |b| everywhere (shapes must broadcast); equal
+/// infinities are close, an infinite difference never is; NaNs compare equal only with
+/// equal_nan.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 
 }  // namespace kiln

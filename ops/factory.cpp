@@ -21,7 +21,14 @@ KernelTable<RandomKernel> random_kernels;
 
 namespace {
 
+// Factories check requires_grad up front, so the error names the factory the user called.
+void check_grad_options(const char* op, const TensorOptions& options) {
+  KILN_CHECK(!options.requires_grad() || is_floating(options.dtype()),
+             "{}: only floating point tensors can require gradients, got dtype {}", op, options.dtype());
+}
+
 Tensor filled(const char* op, const Shape& sizes, const Scalar& value, TensorOptions options) {
+  check_grad_options(op, options);
   OpScope scope(op, {});
   Tensor out = new_contiguous(sizes, options.dtype(), options.device(), op);
   dispatch::fill_kernels.get(op, options.device())(out, value);
@@ -53,6 +60,7 @@ Tensor random_tensor(const char* op, const Shape& sizes, TensorOptions options, 
 }  // namespace
 
 Tensor empty(const Shape& sizes, TensorOptions options) {
+  check_grad_options("empty", options);
   OpScope scope("empty", {});
   Tensor out = new_contiguous(sizes, options.dtype(), options.device(), "empty");
   if (options.requires_grad()) out.requires_grad_(true);
@@ -62,12 +70,15 @@ Tensor empty(const Shape& sizes, TensorOptions options) {
 Tensor zeros(const Shape& sizes, TensorOptions options) { return filled("zeros", sizes, 0, options); }
 Tensor ones(const Shape& sizes, TensorOptions options) { return filled("ones", sizes, 1, options); }
 Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options) {
+  if (!options.has_dtype()) options = options.dtype(value.default_dtype());
   return filled("full", sizes, value, options);
 }
 
+Tensor eye(int64_t n, TensorOptions options) { return eye(n, n, options); }
+
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
-  if (m == -1) m = n;
   KILN_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got n={} m={}", n, m);
+  check_grad_options("eye", options);
   OpScope scope("eye", {});
   Tensor out = new_contiguous({n, m}, options.dtype(), options.device(), "eye");
   const auto fill = dispatch::fill_kernels.get("eye", options.device());
@@ -75,17 +86,21 @@ Tensor eye(int64_t n, int64_t m, TensorOptions options) {
   // The diagonal is a strided view: stride m + 1 through the row-major matrix.
   const int64_t k = std::min(n, m);
   if (k > 0) fill(new_view(out, {k}, {m + 1}, 0), 1);
+  if (options.requires_grad()) out.requires_grad_(true);
   return scope.output(out);
 }
 
 Tensor arange(const Scalar& end) { return arange(0, end, 1); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step) {
-  const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  return arange(start, end, step, TensorOptions(integral ? DType::Int64 : DType::Float32));
+  return arange(start, end, step, TensorOptions());
 }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options) {
+  if (!options.has_dtype()) {
+    const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
+    options = options.dtype(integral ? DType::Int64 : DType::Float32);
+  }
   const double s = start.to_double(), e = end.to_double(), d = step.to_double();
   KILN_CHECK(std::isfinite(s) && std::isfinite(e), "arange: start ({}) and end ({}) must be finite", start, end);
   KILN_CHECK(d != 0.0, "arange: step must be non-zero");
@@ -93,10 +108,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
              "arange: upper bound and lower bound inconsistent with step sign (start={}, end={}, step={})", start, end,
              step);
   KILN_CHECK(options.dtype() != DType::Bool, "arange: unsupported dtype bool");
+  check_grad_options("arange", options);
   const auto n = static_cast<int64_t>(std::ceil((e - s) / d));
   OpScope scope("arange", {});
   Tensor out = new_contiguous({n}, options.dtype(), options.device(), "arange");
   dispatch::arange_kernels.get("arange", options.device())(out, s, d);
+  if (options.requires_grad()) out.requires_grad_(true);
   return scope.output(out);
 }
 
@@ -137,6 +154,7 @@ Tensor from_buffer(const void* data, DType src_dtype, int64_t count, const Shape
   const int64_t numel = shape_numel(sizes);
   KILN_CHECK(count == numel, "from_vector: {} values cannot fill a tensor of shape {} ({} elements)", count,
              shape_str(sizes), numel);
+  check_grad_options("from_vector", options);
   OpScope scope("from_vector", {});
   Tensor src = new_contiguous(sizes, src_dtype, Device::cpu(), "from_vector");
   if (count > 0) std::memcpy(src.data_ptr(), data, static_cast<size_t>(count) * element_size(src_dtype));
@@ -162,6 +180,7 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOpt
   if (span != 0)
     for (size_t d = 0; d < sizes.size(); ++d) span += (sizes[d] - 1) * strides[d];
   KILN_CHECK(data != nullptr || span == 0, "from_blob: data is null but shape {} has elements", shape_str(sizes));
+  check_grad_options("from_blob", options);
   auto storage = wrap_storage(data, static_cast<size_t>(span) * element_size(options.dtype()), options.device(),
                               std::move(deleter));
   Tensor out(std::make_shared<TensorImpl>(std::move(storage), options.dtype(), sizes, strides, 0));

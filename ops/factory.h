@@ -19,15 +19,18 @@ Tensor empty(const Shape& sizes, TensorOptions options = {});
 Tensor zeros(const Shape& sizes, TensorOptions options = {});
 /// A tensor of ones.
 Tensor ones(const Shape& sizes, TensorOptions options = {});
-/// A tensor filled with `value`.
+/// A tensor filled with `value`; without a dtype in options it is inferred from the value
+/// (bool, int64 or float32), as torch.full does.
 Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options = {});
-/// The n x m identity (m defaults to n).
-Tensor eye(int64_t n, int64_t m = -1, TensorOptions options = {});
+/// The n x n identity.
+Tensor eye(int64_t n, TensorOptions options = {});
+/// The n x m matrix with ones on the diagonal.
+Tensor eye(int64_t n, int64_t m, TensorOptions options = {});
 /// [0, 1, ..., end-1]; int64 for an integer end, float32 otherwise.
 Tensor arange(const Scalar& end);
 /// [start, start+step, ...) up to end; int64 when all three are integers, float32 otherwise.
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1);
-/// arange with an explicit dtype and device.
+/// arange with explicit options (without a dtype in them, inferred as above).
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions options);
 /// Uniform random values in [0, 1) (floating dtypes).
 Tensor rand(const Shape& sizes, TensorOptions options = {});
@@ -70,6 +73,11 @@ Tensor from_vector(const std::vector<T>& data, const Shape& sizes) {
 template <typename T>
 Tensor from_vector(std::initializer_list<T> data, const Shape& sizes) {
   return from_vector(std::vector<T>(data), sizes);
+}
+/// A braced list converted to options.dtype(): from_vector({1.f, 2.f}, {2}, kFloat16).
+template <typename T>
+Tensor from_vector(std::initializer_list<T> data, const Shape& sizes, TensorOptions options) {
+  return from_vector(std::vector<T>(data), sizes, options);
 }
 /// A 1-D tensor holding a copy of `data`.
 template <typename T>

@@ -1,5 +1,6 @@
 // CPU kernels of the factories: fill, arange and the Philox random fills.
 #include <cmath>
+#include <limits>
 
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/philox.h"
@@ -37,17 +38,31 @@ void arange_cpu(const Tensor& out, double start, double step) {
   });
 }
 
+// Significand bits of the output type: uniform values are drawn on that grid (philox.h).
+template <typename T>
+constexpr int significand_digits() {
+  if constexpr (std::is_same_v<T, Half>) return 11;
+  else if constexpr (std::is_same_v<T, BFloat16>) return 8;
+  else return std::numeric_limits<T>::digits;
+}
+
 void random_cpu(RandomDist dist, const Tensor& out, double a, double b, PhiloxState state) {
   dispatch_floating(out.dtype(), "random", [&]<typename T>() {
     T* o = out.data_ptr<T>();
     const int64_t n = out.numel();
     const int per = philox::per_block(static_cast<int>(sizeof(T)));
+    constexpr int digits = significand_digits<T>();
+    const T from = static_cast<T>(static_cast<acc_t<T>>(a));
     for (int64_t first = 0; first < n; first += per) {
       const philox::Block blk = philox::block(state.seed, state.first_block + static_cast<uint64_t>(first / per));
       for (int lane = 0; lane < per && first + lane < n; ++lane) {
-        const double v = dist == RandomDist::Uniform ? a + (b - a) * philox::uniform(blk, lane, per)
-                                                     : a + b * philox::normal(blk, lane, per);
-        o[first + lane] = static_cast<T>(static_cast<acc_t<T>>(v));
+        if (dist == RandomDist::Uniform) {
+          const T v = static_cast<T>(static_cast<acc_t<T>>(a + (b - a) * philox::uniform(blk, lane, per, digits)));
+          // Rounding a + (b - a) * u to T can land on b, which [a, b) excludes.
+          o[first + lane] = (b > a && static_cast<double>(static_cast<acc_t<T>>(v)) >= b) ? from : v;
+        } else {
+          o[first + lane] = static_cast<T>(static_cast<acc_t<T>>(a + b * philox::normal(blk, lane, per)));
+        }
       }
     }
   });

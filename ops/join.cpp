@@ -18,12 +18,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (size_t i = 0; i < tensors.size(); ++i)
     KILN_CHECK(tensors[i].defined(), "cat: tensor {} of the list is undefined", i);
   // The reference shape is the first tensor that is not a legacy empty.
-  const Tensor* ref = &tensors[0];
-  for (const Tensor& t : tensors)
-    if (!is_legacy_empty(t)) {
-      ref = &t;
+  size_t ref_index = 0;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!is_legacy_empty(tensors[i])) {
+      ref_index = i;
       break;
     }
+  const Tensor* ref = &tensors[ref_index];
   KILN_CHECK(ref->dim() > 0, "cat: zero-dimensional tensor cannot be concatenated (tensor of shape {})",
              shape_str(ref->sizes()));
   const int64_t d = wrap_dim(dim, ref->dim(), "cat");
@@ -36,8 +37,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                device.str(), t.device().str());
     rt.add(t);
     if (is_legacy_empty(t) && &t != ref) continue;
-    KILN_CHECK(t.dim() == ref->dim(), "cat: tensors must have the same number of dimensions: tensor 0 has shape {} but "
-               "tensor {} has shape {}", shape_str(ref->sizes()), i, shape_str(t.sizes()));
+    KILN_CHECK(t.dim() == ref->dim(), "cat: tensors must have the same number of dimensions: tensor {} has shape {} but "
+               "tensor {} has shape {}", ref_index, shape_str(ref->sizes()), i, shape_str(t.sizes()));
     for (int64_t k = 0; k < t.dim(); ++k)
       KILN_CHECK(k == d || t.sizes()[k] == ref->sizes()[k],
                  "cat: sizes of tensors must match except in dimension {}: expected size {} but got size {} for tensor "

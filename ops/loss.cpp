@@ -57,7 +57,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   check_target("cross_entropy", logits, target);
   OpScope scope("cross_entropy", {&logits, &target});
   const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
-  return scope.output(nll_loss(log_softmax(logits, class_dim), target, ignore_index));
+  try {
+    return scope.output(nll_loss(log_softmax(logits, class_dim), target, ignore_index));
+  } catch (const Error& e) {
+    // A bad class index is found inside nll_loss; say which call the user made.
+    throw Error(fmt::format("cross_entropy: {}", e.what()), __FILE__, __LINE__);
+  }
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {

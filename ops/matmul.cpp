@@ -84,6 +84,10 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   KILN_CHECK(a.sizes()[1] == b.sizes()[0], "addmm: mat1 and mat2 shapes cannot be multiplied ({} and {}: {} vs {})",
              shape_str(a.sizes()), shape_str(b.sizes()), a.sizes()[1], b.sizes()[0]);
   KILN_CHECK(bias.dtype() == a.dtype(), "addmm: expected bias to have dtype {}, but got {}", a.dtype(), bias.dtype());
+  // As in PyTorch: an integer GEMM cannot scale by 0.5, and truncating it to 0 would be silent.
+  KILN_CHECK(is_floating(a.dtype()) || (!beta.is_floating() && !alpha.is_floating()),
+             "addmm: for integer inputs, beta and alpha must be integers, got beta={} and alpha={}", beta.str(),
+             alpha.str());
   const Shape out_shape{a.sizes()[0], b.sizes()[1]};
   const Shape target = broadcast_shapes(bias.sizes(), out_shape, "addmm");
   KILN_CHECK(target == out_shape, "addmm: bias of shape {} cannot be broadcast to the output shape {}",

@@ -44,9 +44,10 @@ DType output_dtype(ReduceOp op, DType in, const char* name) {
   return in;
 }
 
-// An empty `dims` reduces every dim.
-Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim) {
-  const char* name = op_name(op);
+// An empty `dims` reduces every dim. `name` is what the user called (amax for an amax call,
+// so errors and profiles say amax); it defaults to the ReduceOp's own name.
+Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim, const char* name = nullptr) {
+  if (name == nullptr) name = op_name(op);
   check_defined(name, x);
   const int64_t nd = x.dim();
   std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());
@@ -97,8 +98,12 @@ Tensor max(const Tensor& x) { return reduce(ReduceOp::Max, x, {}, false); }
 Tensor max(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Max, x, dims, keepdim); }
 Tensor min(const Tensor& x) { return reduce(ReduceOp::Min, x, {}, false); }
 Tensor min(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Min, x, dims, keepdim); }
-Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Max, x, dims, keepdim); }
-Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Min, x, dims, keepdim); }
+Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
+  return reduce(ReduceOp::Max, x, dims, keepdim, "amax");
+}
+Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
+  return reduce(ReduceOp::Min, x, dims, keepdim, "amin");
+}
 Tensor argmax(const Tensor& x) { return reduce(ReduceOp::ArgMax, x, {}, false); }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return reduce(ReduceOp::ArgMax, x, {dim}, keepdim); }
 Tensor argmin(const Tensor& x) { return reduce(ReduceOp::ArgMin, x, {}, false); }

@@ -23,7 +23,8 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
   switch (op) {
     case UnaryOp::Neg: return apply<T>(out, in, [](A v) { return static_cast<A>(-v); });
     case UnaryOp::Abs: return apply<T>(out, in, [](A v) { return v < A(0) ? static_cast<A>(-v) : v; });
-    case UnaryOp::Relu: return apply<T>(out, in, [](A v) { return v > A(0) ? v : A(0); });
+    // Written so NaN fails the test and passes through, as PyTorch's clamp_min(x, 0) does.
+    case UnaryOp::Relu: return apply<T>(out, in, [](A v) { return v < A(0) ? A(0) : v; });
     default: break;
   }
   if constexpr (std::is_floating_point_v<A>) {

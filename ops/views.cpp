@@ -84,9 +84,12 @@ Tensor Tensor::narrow(int64_t dim_, int64_t start, int64_t length) const {
   KILN_CHECK(dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
   const int64_t d = wrap_dim(dim_, dim(), "narrow");
   const int64_t size_d = sizes()[d];
+  KILN_CHECK(start >= -size_d && start <= size_d,
+             "narrow: start {} is out of range for dim {} of size {} (expected a start in [{}, {}])", start, d, size_d,
+             -size_d, size_d);
   if (start < 0) start += size_d;
-  KILN_CHECK(start >= 0 && start <= size_d, "narrow: start {} is out of range for dim {} of size {}", start, d, size_d);
-  KILN_CHECK(length >= 0 && start + length <= size_d,
+  KILN_CHECK(length >= 0, "narrow: length must be non-negative, got {}", length);
+  KILN_CHECK(start + length <= size_d,
              "narrow: start ({}) + length ({}) exceeds dimension size ({}) of dim {}", start, length, size_d, d);
   OpScope scope("narrow", {this});
   Shape sz = sizes();
@@ -126,7 +129,11 @@ Tensor Tensor::select(int64_t dim_, int64_t index) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t dim_) const {
-  const int64_t d = wrap_dim(dim_, dim() + 1, "unsqueeze");
+  // The new dim may go anywhere in [0, dim()], so the range is one wider than for other ops.
+  KILN_CHECK(dim_ >= -(dim() + 1) && dim_ <= dim(),
+             "unsqueeze: dim {} is out of range for a {}-D tensor (expected a dim in [{}, {}])", dim_, dim(),
+             -(dim() + 1), dim());
+  const int64_t d = dim_ < 0 ? dim_ + dim() + 1 : dim_;
   OpScope scope("unsqueeze", {this});
   Shape sz = sizes(), st = strides();
   const int64_t new_stride = d < dim() ? sz[d] * st[d] : 1;
@@ -164,12 +171,15 @@ Tensor Tensor::expand(const Shape& target) const {
              target.size(), dim(), shape_str(target), shape_str(sizes()));
   const size_t lead = target.size() - sizes().size();
   Shape sz(target.size()), st(target.size());
-  for (size_t i = 0; i < target.size(); ++i) {
+  // Right to left, as PyTorch's inferExpandGeometry: a new leading dim of size 1 gets the
+  // stride of a dense dim over the dim inside it; any other new or expanded dim gets 0
+  // (so does every dim when a 0-dim tensor is expanded).
+  for (size_t i = target.size(); i-- > 0;) {
     if (i < lead) {
       KILN_CHECK(target[i] >= 0, "expand: the expanded size {} is not allowed in a leading, non-existing dimension "
                                  "{} (target {})", target[i], i, shape_str(target));
       sz[i] = target[i];
-      st[i] = 0;
+      st[i] = (target[i] == 1 && i + 1 < target.size()) ? sz[i + 1] * st[i + 1] : 0;
       continue;
     }
     const int64_t have = sizes()[i - lead];
@@ -187,8 +197,8 @@ Tensor Tensor::expand(const Shape& target) const {
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
   const int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
+  if (dim() == 0) return reshape({1});
   KILN_CHECK(s <= e, "flatten: start_dim ({}) cannot come after end_dim ({})", s, e);
   Shape out;
   for (int64_t d = 0; d < s; ++d) out.push_back(sizes()[d]);

@@ -5,7 +5,10 @@
 //
 // Element i of a random tensor uses block (base + i / per_block) and lane i % per_block,
 // where per_block is 4 for 32-bit-or-smaller outputs and 2 for float64. Box-Muller runs in
-// double so the CPU and CUDA results round to the same float.
+// double so the CPU and CUDA results round to the same float. Uniform values use as many
+// bits as the output type holds (uniform(b, lane, per, digits)); a value that still rounds
+// up to the excluded bound `to` of [from, to) is replaced by `from`, as in PyTorch's CUDA
+// kernels, so every device keeps the half-open interval.
 #pragma once
 
 #include <cmath>
@@ -63,6 +66,14 @@ KILN_HOST_DEVICE inline double uniform_double(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits) * (1.0 / 9007199254740992.0);
 }
 
+/// A uniform double in [0, 1) on the grid of 2^-digits, from the top `digits` (1..32) bits.
+/// Every grid value is exact in a type with `digits` significand bits, so rounding to that
+/// type cannot reach 1: random 16-bit floats use 11 (float16) or 8 (bfloat16) bits, as
+/// PyTorch's CPU generator does. uniform_bits(x, 24) == uniform_float(x).
+KILN_HOST_DEVICE inline double uniform_bits(uint32_t bits, int digits) {
+  return static_cast<double>(bits >> (32 - digits)) * (1.0 / static_cast<double>(uint64_t{1} << digits));
+}
+
 /// Values of element type with `bytes` per element taken from one block.
 KILN_HOST_DEVICE constexpr int per_block(int bytes) { return bytes == 8 ? 2 : 4; }
 
@@ -70,6 +81,14 @@ KILN_HOST_DEVICE constexpr int per_block(int bytes) { return bytes == 8 ? 2 : 4;
 /// streams, double precision for 2-per-block streams.
 KILN_HOST_DEVICE inline double uniform(const Block& b, int lane, int values_per_block) {
   if (values_per_block == 4) return static_cast<double>(uniform_float(b.x[lane]));
+  return uniform_double(b.x[2 * lane], b.x[2 * lane + 1]);
+}
+
+/// Lane `lane` of a block as a uniform value in [0, 1) for an output type with `digits`
+/// significand bits (11 float16, 8 bfloat16, 24 float32, 53 float64): the value is exact in
+/// that type, so a rand() in any dtype stays below 1.
+KILN_HOST_DEVICE inline double uniform(const Block& b, int lane, int values_per_block, int digits) {
+  if (values_per_block == 4) return uniform_bits(b.x[lane], digits < 24 ? digits : 24);
   return uniform_double(b.x[2 * lane], b.x[2 * lane + 1]);
 }
 

@@ -207,7 +207,10 @@ std::string Tensor::str() const {
       body = Printer{vals, formatter, summarize}.tensor_str(0, 0, indent);
     }
   }
-  if (!is_default_dtype(dtype())) suffixes.push_back(fmt::format("dtype={}", dtype_name(dtype())));
+  // An empty tensor has no values to show that it holds integers or bools, so PyTorch names
+  // every dtype but the default float32 there.
+  const bool show_dtype = numel() == 0 ? dtype() != DType::Float32 : !is_default_dtype(dtype());
+  if (show_dtype) suffixes.push_back(fmt::format("dtype={}", dtype_name(dtype())));
   if (requires_grad()) suffixes.push_back("requires_grad=True");
 
   // Suffixes go on the last line unless they would pass the line width.

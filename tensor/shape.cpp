@@ -23,9 +23,12 @@ Shape contiguous_strides(const Shape& sizes) {
 }
 
 bool strides_are_contiguous(const Shape& sizes, const Shape& strides) {
+  // A tensor without elements is contiguous whatever its strides (as in PyTorch): look for
+  // a zero size before any stride can disqualify the layout.
+  for (int64_t s : sizes)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
     expected *= sizes[i];
@@ -90,7 +93,12 @@ Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
 }
 
 std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes) {
-  if (sizes.empty() || shape_numel(sizes) == 0) return contiguous_strides(new_sizes);
+  if (sizes.empty() || shape_numel(sizes) == 0) {
+    // No elements (or one): any layout works. PyTorch keeps the strides of an unchanged
+    // shape and gives contiguous strides otherwise.
+    if (sizes == new_sizes) return strides;
+    return contiguous_strides(new_sizes);
+  }
   Shape out(new_sizes.size(), 0);
   // Walk old dims from the innermost, closing a "chunk" wherever memory stops being
   // contiguous; the new dims must then exactly tile each chunk.

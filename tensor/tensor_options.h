@@ -1,7 +1,11 @@
-// TensorOptions: the dtype, device and requires_grad a factory builds a tensor with.
+// TensorOptions: the dtype, device and requires_grad a factory builds a tensor with. The
+// dtype is optional: factories default to float32, except full() and arange(), which
+// infer it from their values as PyTorch does.
 // Implicit from a DType or a Device, so zeros({2, 3}, kFloat64) and randn(shape, dev) read
 // as they do in PyTorch's C++ API.
 #pragma once
+
+#include <optional>
 
 #include "device.h"
 #include "dtype.h"
@@ -35,12 +39,15 @@ class TensorOptions {
     return o;
   }
 
-  DType dtype() const { return dtype_; }
+  /// The dtype asked for, or float32 when none was given.
+  DType dtype() const { return dtype_.value_or(DType::Float32); }
+  /// Whether a dtype was given (full() and arange() infer one from their values otherwise).
+  bool has_dtype() const { return dtype_.has_value(); }
   Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
 
  private:
-  DType dtype_ = DType::Float32;
+  std::optional<DType> dtype_;
   Device device_ = Device::cpu();
   bool requires_grad_ = false;
 };
