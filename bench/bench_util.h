@@ -1,10 +1,11 @@
-// Timing helpers for the benchmarks: steady-clock medians over repeated batches, a compiler
-// barrier, and a line describing the machine.
+// Timing helpers for the benchmarks: variants timed in turns (medians of batches), a
+// compiler barrier, and a line describing the machine.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,21 +18,48 @@ inline void do_not_optimize(const T& value) {
   asm volatile("" : : "r,m"(value) : "memory");
 }
 
-/// Median over `repeats` batches of the time per call of f, in nanoseconds (each batch runs
-/// f `calls` times; one unmeasured batch warms up first).
-template <typename F>
-double median_ns_per_call(int repeats, int calls, F&& f) {
-  for (int i = 0; i < calls; ++i) f();
-  std::vector<double> per_call;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) f();
-    const auto t1 = std::chrono::steady_clock::now();
-    per_call.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
+/// Times several variants of the same work taking turns: each round runs every variant's
+/// batch once, so drift on a shared machine (other tenants, clock changes) hits all of them
+/// alike. Reports the median time per call of each variant.
+class Turns {
+ public:
+  /// Adds a variant; `f` is one call, run `calls` times per batch.
+  template <typename F>
+  void add(std::string name, int calls, F f) {
+    variants_.push_back({std::move(name), calls, std::function<void()>(std::move(f)), {}});
   }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[per_call.size() / 2];
-}
+  /// Runs one warm-up batch of each variant, then `rounds` timed rounds.
+  void run(int rounds) {
+    for (auto& v : variants_) batch(v);
+    for (int r = 0; r < rounds; ++r)
+      for (auto& v : variants_) v.samples.push_back(batch(v));
+  }
+  /// Median nanoseconds per call of variant `name`.
+  double median_ns(const std::string& name) const {
+    for (const auto& v : variants_) {
+      if (v.name != name) continue;
+      std::vector<double> s = v.samples;
+      std::sort(s.begin(), s.end());
+      return s[s.size() / 2];
+    }
+    return 0.0;
+  }
+
+ private:
+  struct Variant {
+    std::string name;
+    int calls;
+    std::function<void()> f;
+    std::vector<double> samples;
+  };
+  static double batch(Variant& v) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < v.calls; ++i) v.f();
+    const auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::nano>(t1 - t0).count() / v.calls;
+  }
+  std::vector<Variant> variants_;
+};
 
 /// "model name" from /proc/cpuinfo plus the hardware thread count.
 inline std::string machine_description() {

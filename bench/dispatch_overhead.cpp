@@ -16,30 +16,35 @@ int main() {
   const auto kernel = dispatch::binary_kernels.get("add", Device::cpu());
 
   float fa = 1.5f, fb = 2.25f;
-  const double bare_cpp = bench::median_ns_per_call(kRepeats, kCalls, [&] {
+  bench::Turns turns;
+  turns.add("bare", kCalls, [&] {
     bench::do_not_optimize(fa);
     float r = fa + fb;
     bench::do_not_optimize(r);
   });
-  const double bare_kernel = bench::median_ns_per_call(kRepeats, kCalls, [&] {
+  turns.add("kernel", kCalls, [&] {
     kernel(BinaryOp::Add, out, a, b, 1);
     bench::do_not_optimize(out);
   });
-  const double alloc_only = bench::median_ns_per_call(kRepeats, kCalls, [&] {
+  turns.add("empty", kCalls, [&] {
     Tensor t = empty({1});
     bench::do_not_optimize(t);
   });
-  const double through_kiln = bench::median_ns_per_call(kRepeats, kCalls, [&] {
+  turns.add("add", kCalls, [&] {
     Tensor r = add(a, b);
     bench::do_not_optimize(r);
   });
-  const double through_operator = bench::median_ns_per_call(kRepeats, kCalls, [&] {
+  turns.add("operator", kCalls, [&] {
     Tensor r = a + b;
     bench::do_not_optimize(r);
   });
+  turns.run(kRepeats);
+  const double bare_cpp = turns.median_ns("bare"), bare_kernel = turns.median_ns("kernel");
+  const double alloc_only = turns.median_ns("empty"), through_kiln = turns.median_ns("add");
+  const double through_operator = turns.median_ns("operator");
 
   fmt::print("dispatch_overhead: 1-element float32 add on the CPU ({})\n", bench::machine_description());
-  fmt::print("median of {} batches of {} calls\n\n", kRepeats, kCalls);
+  fmt::print("median of {} rounds; each round times a batch of {} calls of every variant in turn\n\n", kRepeats, kCalls);
   fmt::print("{:<52} {:>10}\n", "path", "ns/op");
   fmt::print("{:<52} {:>10.1f}\n", "bare C++ float add", bare_cpp);
   fmt::print("{:<52} {:>10.1f}\n", "registered CPU kernel, preallocated output", bare_kernel);

@@ -103,9 +103,8 @@ void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha,
   const int64_t M = out.sizes()[nd - 2], N = out.sizes()[nd - 1], K = a.sizes()[nd - 1];
   const Shape batch(out.sizes().begin(), out.sizes().end() - 2);
   auto batch_operand = [&](const Tensor& t) {
-    WalkOperand op = operand(t);
-    op.byte_strides.resize(static_cast<size_t>(nd - 2));
-    return op;
+    const WalkOperand whole = operand(t);
+    return WalkOperand{whole.data, leading(whole.byte_strides, static_cast<size_t>(nd - 2))};
   };
   dispatch_numeric(out.dtype(), "matmul", [&]<typename T>() {
     const int64_t sa0 = a.strides()[nd - 2], sa1 = a.strides()[nd - 1];

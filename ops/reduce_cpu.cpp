@@ -97,8 +97,8 @@ void reduce_cpu(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduce
   const WalkOperand whole = operand(in);
   const Shape kept_sizes(in.sizes().begin(), in.sizes().begin() + kept);
   const Shape block_sizes(in.sizes().begin() + kept, in.sizes().end());
-  const std::vector<int64_t> kept_strides(whole.byte_strides.begin(), whole.byte_strides.begin() + kept);
-  const std::vector<int64_t> block_strides(whole.byte_strides.begin() + kept, whole.byte_strides.end());
+  const DimValues kept_strides = leading(whole.byte_strides, static_cast<size_t>(kept));
+  const DimValues block_strides = trailing(whole.byte_strides, static_cast<size_t>(kept));
   const Walker<1> block(block_sizes, {&block_strides});
   const int64_t block_numel = shape_numel(block_sizes);
 

@@ -5,22 +5,27 @@
 # finds everything present and does nothing.
 set -euo pipefail
 
-# package -> a file whose presence means the dependency is usable (covers machines where
-# the headers came from somewhere other than a .deb).
+# package -> how to tell the dependency is already usable: a command on PATH ("cmd:NAME") or
+# a header in the usual include folders ("hdr:PATH"). This also covers machines where the
+# tools or headers came from somewhere other than a .deb (a pip CMake, a source install).
 declare -A probe=(
-  [cmake]=/usr/bin/cmake
-  [make]=/usr/bin/make
-  [g++]=/usr/bin/g++
-  [libeigen3-dev]=/usr/include/eigen3/Eigen/Core
-  [libfmt-dev]=/usr/include/fmt/format.h
-  [doctest-dev]=/usr/include/doctest/doctest.h
-  [ninja-build]=/usr/bin/ninja
+  [g++]=cmd:g++
+  [make]=cmd:make
+  [cmake]=cmd:cmake
+  [ninja-build]=cmd:ninja
+  [libeigen3-dev]=hdr:eigen3/Eigen/Core
+  [libfmt-dev]=hdr:fmt/format.h
+  [doctest-dev]=hdr:doctest/doctest.h
 )
 order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev ninja-build)
 
 have() {
-  local pkg=$1
-  [[ -e ${probe[$pkg]} ]] && return 0
+  local pkg=$1 kind=${probe[$1]%%:*} what=${probe[$1]#*:}
+  if [[ $kind == cmd ]]; then
+    command -v "$what" >/dev/null 2>&1 && return 0
+  else
+    for dir in /usr/include /usr/local/include; do [[ -e $dir/$what ]] && return 0; done
+  fi
   command -v dpkg-query >/dev/null 2>&1 &&
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"
 }

@@ -10,22 +10,40 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/small_vector.h"
 #include "../../tensor/tensor.h"
 
 namespace kiln::cpu {
 
+/// Dims a walk handles without touching the heap (more work, just slower to set up).
+inline constexpr size_t kInlineDims = 8;
+/// Per-dim values of a walk (sizes or byte strides).
+using DimValues = SmallVector<int64_t, kInlineDims>;
+
 /// One operand of a walk: base address and strides in bytes, one per dim of the walk shape.
 struct WalkOperand {
   char* data;
-  std::vector<int64_t> byte_strides;
+  DimValues byte_strides;
 };
 
 /// The walk operand for `t` viewed at its own shape.
 inline WalkOperand operand(const Tensor& t) {
   WalkOperand op{static_cast<char*>(t.data_ptr()), {}};
-  op.byte_strides.reserve(t.strides().size());
   for (int64_t s : t.strides()) op.byte_strides.push_back(s * static_cast<int64_t>(t.element_size()));
   return op;
+}
+
+/// The first `count` values of `strides` (the outer dims of a walk over part of a shape).
+inline DimValues leading(const DimValues& strides, size_t count) {
+  DimValues out;
+  for (size_t i = 0; i < count; ++i) out.push_back(strides[i]);
+  return out;
+}
+/// The values of `strides` from dim `first` on.
+inline DimValues trailing(const DimValues& strides, size_t first) {
+  DimValues out;
+  for (size_t i = first; i < strides.size(); ++i) out.push_back(strides[i]);
+  return out;
 }
 
 /// A prepared walk over one shape for N operands: construction merges dims (size-1 dims
@@ -35,7 +53,8 @@ template <size_t N>
 class Walker {
  public:
   /// Prepares a walk over `sizes` with each operand's byte strides.
-  Walker(const Shape& sizes, const std::array<const std::vector<int64_t>*, N>& byte_strides) {
+  template <typename Sizes>
+  Walker(const Sizes& sizes, const std::array<const DimValues*, N>& byte_strides) {
     for (int64_t s : sizes)
       if (s == 0) empty_ = true;
     for (size_t d = 0; d < sizes.size(); ++d) {
@@ -76,13 +95,8 @@ class Walker {
       return;
     }
     // Odometer over the outer dims, moving each operand's pointer incrementally.
-    std::array<int64_t, 8> small_counter{};
-    std::vector<int64_t> big_counter;
-    int64_t* counter = small_counter.data();
-    if (inner > small_counter.size()) {
-      big_counter.assign(inner, 0);
-      counter = big_counter.data();
-    }
+    DimValues counter_store(inner, 0);
+    int64_t* counter = counter_store.data();
     while (true) {
       run(ptrs.data(), inner_steps.data(), n);
       size_t d = inner;
@@ -101,14 +115,14 @@ class Walker {
 
  private:
   bool empty_ = false;
-  std::vector<int64_t> dims_;
-  std::vector<std::array<int64_t, N>> steps_;
+  DimValues dims_;
+  SmallVector<std::array<int64_t, N>, kInlineDims> steps_;
 };
 
 /// Walks `sizes` once over the given operands (see Walker::run).
-template <size_t N, typename Run>
-void walk(const Shape& sizes, const std::array<WalkOperand, N>& ops, Run&& run) {
-  std::array<const std::vector<int64_t>*, N> strides;
+template <size_t N, typename Sizes, typename Run>
+void walk(const Sizes& sizes, const std::array<WalkOperand, N>& ops, Run&& run) {
+  std::array<const DimValues*, N> strides;
   std::array<char*, N> ptrs;
   for (size_t k = 0; k < N; ++k) {
     strides[k] = &ops[k].byte_strides;
