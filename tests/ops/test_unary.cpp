@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <string_view>
 
 #include "testing.h"
 
@@ -48,7 +49,7 @@ const std::vector<UnaryCase>& float_cases() {
   return cases;
 }
 
-const UnaryCase& find_case(const std::string& name) {
+const UnaryCase& find_case(std::string_view name) {
   for (const UnaryCase& c : float_cases())
     if (name == c.name) return c;
   FAIL("no case " << name);
