@@ -29,8 +29,10 @@ build: configure
 demo: build
 	@$(BUILD_DIR)/examples/linear_mlp
 
+# ctest lists a skipped suite without its output; print the CUDA suite's reason after it.
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@grep -h "tests skipped:" $(BUILD_DIR)/Testing/Temporary/LastTest.log 2>/dev/null || true
 
 bench: build
 	@$(BUILD_DIR)/bench/dispatch_overhead

@@ -77,13 +77,6 @@ KILN_HOST_DEVICE inline double uniform_bits(uint32_t bits, int digits) {
 /// Values of element type with `bytes` per element taken from one block.
 KILN_HOST_DEVICE constexpr int per_block(int bytes) { return bytes == 8 ? 2 : 4; }
 
-/// Lane `lane` of a block as a uniform value in [0, 1): float precision for 4-per-block
-/// streams, double precision for 2-per-block streams.
-KILN_HOST_DEVICE inline double uniform(const Block& b, int lane, int values_per_block) {
-  if (values_per_block == 4) return static_cast<double>(uniform_float(b.x[lane]));
-  return uniform_double(b.x[2 * lane], b.x[2 * lane + 1]);
-}
-
 /// Lane `lane` of a block as a uniform value in [0, 1) for an output type with `digits`
 /// significand bits (11 float16, 8 bfloat16, 24 float32, 53 float64): the value is exact in
 /// that type, so a rand() in any dtype stays below 1.

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,26 @@ inline std::vector<double> reference_unary(const Tensor& a, const std::function<
   for (double& v : r) v = f(v);
   return r;
 }
+
+/// Float64 reference of linear(): x [..., in] @ w[out, in]^T + b[out] (b may be undefined),
+/// from the tensors' values, as a flat row-major [rows, out] vector.
+inline std::vector<double> reference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const std::vector<double> vx = values(x), vw = values(w);
+  const std::vector<double> vb = b.defined() ? values(b) : std::vector<double>();
+  const int64_t out = w.sizes()[0], in = w.sizes()[1], rows = in == 0 ? 0 : x.numel() / in;
+  std::vector<double> r(static_cast<size_t>(rows * out));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = vb.empty() ? 0.0 : vb[o];
+      for (int64_t k = 0; k < in; ++k) acc += vx[i * in + k] * vw[o * in + k];
+      r[i * out + o] = acc;
+    }
+  return r;
+}
+
+/// Infinity and NaN as float64, for references.
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// Rounds a float64 value to what storing it in `dtype` gives (for references of
 /// low-precision inputs computed exactly, e.g. an identity op).

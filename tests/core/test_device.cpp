@@ -1,5 +1,5 @@
-// Device naming and the CUDA presence queries. On a machine without a GPU (or a CPU-only
-// build) the GPU checks are skipped with a visible message.
+// Device naming and the CUDA presence queries that hold on every machine; the checks that
+// need a GPU are in tests/cuda/ (skipped visibly without one).
 #include "testing.h"
 
 using namespace kiln;
@@ -19,19 +19,9 @@ TEST_CASE("devices print as PyTorch spells them") {
                        Error);
 }
 
-TEST_CASE("CUDA queries agree with each other") {
+TEST_CASE("CUDA queries agree with each other on every machine") {
   const int n = cuda::device_count();
   CHECK(n >= 0);
   CHECK(cuda::is_available() == (n > 0));
-  if (!cuda::is_built()) {
-    CHECK(n == 0);
-    MESSAGE("CUDA checks skipped: this is a CPU-only build of Kiln");
-    return;
-  }
-  if (n == 0) {
-    MESSAGE("CUDA checks skipped: Kiln was built with CUDA but no GPU is visible");
-    return;
-  }
-  MESSAGE("CUDA build with " << n << " visible GPU(s)");
-  CHECK(cuda::device_count() == n);  // cached, stable answer
+  if (!cuda::is_built()) CHECK(n == 0);  // a CPU-only build never reports a GPU
 }

@@ -11,21 +11,6 @@ using namespace kiln::testing;
 
 namespace {
 
-// x [..., in] @ w^T + b in float64 from the tensors' values.
-std::vector<double> affine_ref(const Tensor& x, const Tensor& w, const Tensor& b) {
-  const std::vector<double> vx = values(x), vw = values(w);
-  const std::vector<double> vb = b.defined() ? values(b) : std::vector<double>();
-  const int64_t out = w.sizes()[0], in = w.sizes()[1], rows = x.numel() / in;
-  std::vector<double> r(static_cast<size_t>(rows * out));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = vb.empty() ? 0.0 : vb[o];
-      for (int64_t k = 0; k < in; ++k) acc += vx[i * in + k] * vw[o * in + k];
-      r[i * out + o] = acc;
-    }
-  return r;
-}
-
 // Random multiples of 1/8 in [-2, 2) as `dtype`: products and sums are exact in float32.
 Tensor grid(const Shape& shape, DType dtype = kFloat32) {
   std::vector<double> v = random(shape, kInt64, -16, 16).to_vector<double>();
@@ -69,7 +54,7 @@ TEST_CASE("Linear without bias") {
   CHECK(layer.repr() == "Linear(in_features=4, out_features=6, bias=False)");
   layer.to(kFloat64);
   const Tensor x = random({3, 4}, kFloat64);
-  check_close(layer(x), affine_ref(x, layer.weight, Tensor()), {3, 6});
+  check_close(layer(x), reference_linear(x, layer.weight, Tensor()), {3, 6});
 }
 
 TEST_CASE("Linear's default initialisation is U(-1/sqrt(in), 1/sqrt(in))") {
@@ -125,7 +110,7 @@ TEST_CASE("Linear forward equals x @ W^T + b") {
     INFO(shape_str(xs));
     const Tensor y = layer(x);
     CHECK(y.dtype() == kFloat64);
-    check_close(y, affine_ref(x, layer.weight, layer.bias), out_shape);
+    check_close(y, reference_linear(x, layer.weight, layer.bias), out_shape);
     // operator() is forward().
     check_close(layer.forward(x), values(y), out_shape, Tolerance{0, 0});
   }
@@ -135,10 +120,10 @@ TEST_CASE("Linear forward equals x @ W^T + b") {
   f32.weight.copy_(grid({3, 9}));
   f32.bias.copy_(grid({3}));
   const Tensor x = grid({4, 9});
-  check_close(f32(x), affine_ref(x, f32.weight, f32.bias), {4, 3});
+  check_close(f32(x), reference_linear(x, f32.weight, f32.bias), {4, 3});
   // A transposed (non-contiguous) input.
   const Tensor xt = grid({9, 4}).t();
-  check_close(f32(xt), affine_ref(xt, f32.weight, f32.bias), {4, 3});
+  check_close(f32(xt), reference_linear(xt, f32.weight, f32.bias), {4, 3});
 }
 
 TEST_CASE("Linear rejects an input with the wrong last dimension") {
@@ -188,7 +173,7 @@ TEST_CASE("Linear.to(dtype) converts the parameters in place") {
     const Tensor x = random({2, 6}, dt);
     const Tensor y = layer(x);
     CHECK(y.dtype() == dt);
-    check_close(y, affine_ref(x, w, b), {2, 3});
+    check_close(y, reference_linear(x, w, b), {2, 3});
   }
   // Back to float32 and integer targets refused.
   nn::Linear layer(2, 2);

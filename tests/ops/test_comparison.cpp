@@ -12,9 +12,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 struct CompareCase {
   const char* name;
   std::function<Tensor(const Tensor&, const Tensor&)> fn, op;       // function and operator forms

@@ -11,8 +11,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Random class indices in [0, classes) of `dtype`.
 Tensor random_targets(const Shape& shape, int64_t classes, DType dtype = kInt64) {
   return random(shape, dtype, 0, static_cast<double>(classes));

@@ -12,8 +12,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 const std::vector<DType> kGemmTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64};
 
 // Random multiples of 1/8 in [-2, 2) (integers in [-16, 16) for integer dtypes).
@@ -356,23 +354,6 @@ TEST_CASE("addmm errors") {
                        doctest::Contains("addmm: for integer inputs, beta and alpha must be integers"), kiln::Error);
 }
 
-namespace {
-// x [..., in] @ weight[out, in]^T + bias[out], in float64.
-std::vector<double> linear_ref(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  const std::vector<double> vx = values(x), vw = values(w);
-  const std::vector<double> vb = bias.defined() ? values(bias) : std::vector<double>();
-  const int64_t in = w.sizes()[1], out = w.sizes()[0], rows = x.numel() / in;
-  std::vector<double> r(static_cast<size_t>(rows * out));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = vb.empty() ? 0.0 : vb[o];
-      for (int64_t k = 0; k < in; ++k) acc += vx[i * in + k] * vw[o * in + k];
-      r[i * out + o] = acc;
-    }
-  return r;
-}
-}  // namespace
-
 TEST_CASE("linear with 1-D, 2-D and 3-D inputs, with and without bias") {
   manual_seed(11);
   const int64_t in = 13, out = 6;
@@ -389,14 +370,14 @@ TEST_CASE("linear with 1-D, 2-D and 3-D inputs, with and without bias") {
           INFO(dt, " x ", shape_str(xs), " bias ", with_bias, " transposed weight ", transposed_weight);
           const Tensor y = linear(x, w, b);
           CHECK(y.dtype() == dt);
-          check_close(y, linear_ref(x, w, b), expect);
+          check_close(y, reference_linear(x, w, b), expect);
         }
   // Non-contiguous inputs.
   for (DType dt : kFloatTypes)
     for (Layout l : kLayouts) {
       const Tensor x = grid_with_layout({3, 4, in}, l, dt), w = grid({out, in}, dt), b = grid({out}, dt);
       INFO(dt, " ", layout_name(l));
-      check_close(linear(x, w, b), linear_ref(x, w, b), {3, 4, out});
+      check_close(linear(x, w, b), reference_linear(x, w, b), {3, 4, out});
     }
 }
 

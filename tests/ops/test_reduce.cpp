@@ -12,9 +12,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 enum class Red { Sum, Mean, Max, Min };
 
 struct ReduceCase {

@@ -11,9 +11,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 // Float64 softmax (or log_softmax) of x's values along `dim` (non-negative), with the max
 // subtracted so large inputs stay finite. A row containing NaN is all NaN.
 std::vector<double> softmax_ref(const Tensor& x, int64_t dim, bool log) {

@@ -14,9 +14,6 @@ using namespace kiln::testing;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double gelu_tanh_ref(double x) {
   const double k = std::sqrt(2.0 / std::numbers::pi);
