@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Kiln's build dependencies when they are missing (Debian 12 / Ubuntu 24.04):
-# a C++20 compiler, CMake, Make, Eigen, fmt and doctest (Ninja too, for faster builds).
+# a C++20 compiler, CMake, Make, Eigen, fmt, doctest and nlohmann-json (Ninja too, for
+# faster builds).
 # Uses apt-get (through sudo when not root) and says what it installs; a second run
 # finds everything present and does nothing.
 set -euo pipefail
@@ -16,8 +17,9 @@ declare -A probe=(
   [libeigen3-dev]=hdr:eigen3/Eigen/Core
   [libfmt-dev]=hdr:fmt/format.h
   [doctest-dev]=hdr:doctest/doctest.h
+  [nlohmann-json3-dev]=hdr:nlohmann/json.hpp
 )
-order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev ninja-build)
+order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev nlohmann-json3-dev ninja-build)
 
 have() {
   local pkg=$1 kind=${probe[$1]%%:*} what=${probe[$1]#*:}
