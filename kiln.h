@@ -2,8 +2,9 @@
 #pragma once
 
 #include "core/error.h"
-#include "tensor/device.h"
+#include "core/device.h"
 #include "tensor/dtype.h"
+#include "allocator/memory.h"
 #include "tensor/generator.h"
 #include "tensor/scalar.h"
 #include "tensor/shape.h"

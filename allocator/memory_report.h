@@ -12,6 +12,10 @@
 
 namespace kiln {
 
+/// "512 B", "1.50 KiB", "20.00 MiB", "1.25 GiB": how sizes appear in messages and reports
+/// (bytes below 1 KiB exactly, larger sizes with `decimals` decimals).
+std::string format_bytes(uint64_t bytes, int decimals = 2);
+
 /// The statistics under PyTorch's flat keys ("allocated_bytes.all.current", ...,
 /// "num_alloc_retries", "max_split_size"), sorted by key as torch.cuda.memory_stats() is.
 std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats);

@@ -27,6 +27,13 @@ class Error : public std::runtime_error {
   std::string where_;
 };
 
+/// An allocation the device could not satisfy even after Kiln released its cached memory.
+/// The message says what was asked, what the device and Kiln hold, and what to try.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A broken internal invariant: a bug in Kiln itself.
 class InternalError : public Error {
  public:

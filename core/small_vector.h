@@ -31,6 +31,11 @@ class SmallVector {
     }
     ++size_;
   }
+  /// Removes every element (keeps any heap capacity).
+  void clear() {
+    size_ = 0;
+    heap_.clear();
+  }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   T* data() { return size_ > N ? heap_.data() : inline_; }

@@ -10,7 +10,7 @@
 #include <array>
 
 #include "../core/error.h"
-#include "../tensor/device.h"
+#include "../core/device.h"
 
 namespace kiln::dispatch {
 

@@ -1,17 +1,16 @@
-// Storage allocation: the one place that turns (bytes, device) into memory. CUDA devices
-// are refused until the CUDA backend provides device memory.
+// Storage allocation: the one place that turns (bytes, device) into memory, through the
+// device's caching allocator.
 #include "storage.h"
 
+#include "../allocator/memory.h"
 #include "../core/error.h"
 
 namespace kiln {
 
 std::shared_ptr<StorageImpl> allocate_storage(size_t nbytes, Device device, const char* op) {
-  KILN_CHECK(device.is_cpu(),
-             "{}: cannot allocate memory on {}: this build of Kiln has no CUDA memory allocator yet "
-             "(the CUDA backend is not part of it); use Device::cpu()",
-             op, device.str());
-  return std::make_shared<StorageImpl>(cpu_allocate(nbytes, op), nbytes, device);
+  // Every device's memory comes from its caching allocator (host segments for the CPU).
+  // The CUDA stream is the default stream until streams arrive with the CUDA backend.
+  return std::make_shared<StorageImpl>(caching_allocator(device, op).allocate_data(nbytes, 0, op), nbytes, device);
 }
 
 namespace {

@@ -6,8 +6,8 @@
 #include <functional>
 #include <memory>
 
-#include "../allocator/cpu_allocator.h"
-#include "device.h"
+#include "../allocator/data_ptr.h"
+#include "../core/device.h"
 
 namespace kiln {
 

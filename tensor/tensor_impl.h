@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "device.h"
+#include "../core/device.h"
 #include "dtype.h"
 #include "storage.h"
 

@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "device.h"
+#include "../core/device.h"
 #include "dtype.h"
 
 namespace kiln {

@@ -100,8 +100,17 @@ TEST_CASE("mixed devices") {
   CHECK_THROWS_WITH_AS(cat({cpu, gpu}), doctest::Contains("cat: expected all tensors to be on the same device"), Error);
   CHECK_THROWS_WITH_AS(cpu.copy_(gpu), doctest::Contains("copy_: cannot copy from cuda:0 to cpu"), Error);
   // A CPU 0-dim tensor may join a GPU op (PyTorch's rule); the op then fails only because
-  // this build has no CUDA memory.
-  CHECK_THROWS_WITH_AS(add(gpu, full({}, 2.0f)), doctest::Contains("add: cannot allocate memory on cuda:0"), Error);
+  // this machine or build cannot run it on the GPU, and says which.
+  if (!cuda::is_built()) {
+    CHECK_THROWS_WITH_AS(add(gpu, full({}, 2.0f)),
+                         doctest::Contains("add: cannot allocate memory on cuda:0: this build of Kiln has no CUDA support"),
+                         Error);
+  } else if (!cuda::is_available()) {
+    CHECK_THROWS_WITH_AS(add(gpu, full({}, 2.0f)),
+                         "add: cannot allocate memory on cuda:0: no CUDA GPU is visible on this machine", Error);
+  } else {
+    CHECK_THROWS_WITH_AS(add(gpu, full({}, 2.0f)), "[add] has no CUDA kernel (tensor on cuda:0)", Error);
+  }
   // An op whose kernel table has no CUDA entry says so.
   Tensor g = gpu;
   CHECK_THROWS_WITH_AS(g.fill_(0), "[fill_] has no CUDA kernel (tensor on cuda:0)", Error);

@@ -2,7 +2,7 @@
 // builds with CUDA (KILN_WITH_CUDA); a CPU-only build answers "no GPU" without linking it.
 #include "device.h"
 
-#include "../core/error.h"
+#include "error.h"
 
 #ifdef KILN_WITH_CUDA
 #include <cuda_runtime_api.h>

@@ -1,8 +1,6 @@
-// Host memory for tensors: 64-byte aligned blocks, so Eigen and vectorised loops can use
-// aligned loads and a cache line is never shared between two tensors.
-//
-// DataPtr is the owning handle every allocator returns; a Storage holds one. The caching
-// allocator of a later layer returns the same DataPtr type, so Storage never changes.
+// DataPtr: the owning handle to raw memory that every allocator returns and a Storage
+// holds. It carries the function (and its context) that gives the memory back, so a Storage
+// never needs to know which allocator, device or user deleter the memory came from.
 #pragma once
 
 #include <cstddef>
@@ -44,12 +42,5 @@ class DataPtr {
   void* context_ = nullptr;
   DataDeleter deleter_ = nullptr;
 };
-
-/// Alignment of every host block Kiln allocates, in bytes.
-inline constexpr size_t kCpuAlignment = 64;
-
-/// Allocates `nbytes` of 64-byte aligned host memory (a valid, unique pointer even for 0 bytes).
-/// Throws kiln::Error naming `op` when the host is out of memory.
-DataPtr cpu_allocate(size_t nbytes, const char* op = "empty");
 
 }  // namespace kiln

@@ -1,0 +1,432 @@
+// The caching allocator's allocate / free path: pool choice, best fit, splitting, merging,
+// stream events, segment growth and release, and the out-of-memory report. Statistics
+// follow PyTorch's definitions (see memory_stats.h); the comments at each update say which.
+#include "caching_allocator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "../core/error.h"
+#include "../core/small_vector.h"
+#include "caching_allocator_internal.h"
+
+namespace kiln {
+
+CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, AllocatorConfig config)
+    : source_(std::move(source)),
+      config_(config),
+      small_pool_(std::make_unique<BlockPool>(true, nullptr, &node_memory_)),
+      large_pool_(std::make_unique<BlockPool>(false, nullptr, &node_memory_)),
+      allocated_(&node_memory_) {
+  KILN_INTERNAL_ASSERT(source_ != nullptr);
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const PendingEvent& pe : pending_events_) source_->destroy_event(pe.event);
+  for (auto& [base, head] : segments_) {
+    size_t total = 0;
+    for (Block* b = head; b != nullptr;) {
+      Block* next = b->next;
+      total += b->size;
+      delete b;
+      b = next;
+    }
+    source_->release(reinterpret_cast<void*>(base), total);
+  }
+  for (Block* b : spare_blocks_) delete b;
+}
+
+bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
+  if (a->size != b->size) return a->size < b->size;
+  return a->ptr < b->ptr;
+}
+
+int CachingAllocator::pool_index(const BlockPool& pool) {
+  return static_cast<int>(pool.is_small ? StatPool::Small : StatPool::Large);
+}
+
+size_t CachingAllocator::round_size(size_t bytes) {
+  return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t CachingAllocator::segment_size_for(size_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+CachingAllocator::BlockPool& CachingAllocator::pool_for(size_t size, StreamId stream) {
+  for (const auto& [s, pool] : capturing_)
+    if (s == stream) return size <= kSmallSize ? pool->small : pool->large;
+  return size <= kSmallSize ? *small_pool_ : *large_pool_;
+}
+
+CachingAllocator::Block* CachingAllocator::make_block() {
+  if (spare_blocks_.empty()) return new Block();
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  *b = Block();
+  return b;
+}
+
+void CachingAllocator::recycle_block(Block* block) { spare_blocks_.push_back(block); }
+
+bool CachingAllocator::is_whole_segment(const Block* block) const {
+  return block->prev == nullptr && block->next == nullptr;
+}
+
+void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_CHECK(bytes <= std::numeric_limits<size_t>::max() - kRoundLarge, "{}: cannot allocate {} bytes (size overflows)",
+             op, bytes);
+  process_events();
+  const size_t size = round_size(bytes);
+  BlockPool& pool = pool_for(size, stream);
+  Block* block = config_.caching ? take_free_block(pool, stream, size) : nullptr;
+  if (block == nullptr) {
+    // Without caching every allocation is its own segment of exactly the rounded size.
+    const size_t segment = config_.caching ? segment_size_for(size) : size;
+    if (config_.garbage_collection_threshold > 0.0) garbage_collect(segment);
+    block = new_segment(pool, stream, segment);
+    if (block == nullptr) {
+      // The device is out of memory: wait for blocks that only wait for stream events, give
+      // back every cached whole segment, and retry once.
+      ++stats_.num_alloc_retries;
+      synchronize_pending_events();
+      release_cached_blocks();
+      block = new_segment(pool, stream, segment);
+    }
+    if (block == nullptr) throw_oom(op, bytes, size, stream);
+  }
+  if (should_split(block, size)) split(block, size);
+
+  block->allocated = true;
+  block->requested = bytes;
+  allocated_.emplace(block->ptr, block);
+  const auto idx = static_cast<StatPool>(pool_index(*block->pool));
+  stats_.allocation.increase(idx, 1);
+  stats_.allocated_bytes.increase(idx, static_cast<int64_t>(block->size));
+  stats_.active.increase(idx, 1);
+  stats_.active_bytes.increase(idx, static_cast<int64_t>(block->size));
+  stats_.requested_bytes.increase(idx, static_cast<int64_t>(bytes));
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+  record(TraceAction::Alloc, block->ptr, bytes, stream);  // the size asked for, as PyTorch records it
+  return reinterpret_cast<void*>(block->ptr);
+}
+
+namespace {
+void free_from_data_ptr(void* context, void* data) {
+  try {
+    static_cast<CachingAllocator*>(context)->free(data);
+  } catch (...) {
+    // Runs from a destructor: a DataPtr only ever frees its own live block, so there is
+    // nothing to report here that could be acted on.
+  }
+}
+}  // namespace
+
+DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const char* op) {
+  void* p = allocate(bytes, stream, op);
+  return DataPtr(p, this, p == nullptr ? nullptr : &free_from_data_ptr);
+}
+
+CachingAllocator::Block* CachingAllocator::take_free_block(BlockPool& pool, StreamId stream, size_t size) {
+  Block key;
+  key.stream = stream;
+  key.size = size;
+  key.ptr = 0;
+  const auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+  Block* block = *it;
+  // Keep blocks of max_split_size and above for requests that need them, and do not hand
+  // an oversize request a block far larger than it (either would waste a big block). A
+  // block no larger than the segment this request would get anyway is fair game, though:
+  // a request just below max_split_size whose segment rounds up past it would otherwise
+  // never reuse its own freed segment and grow the reserve on every cycle (PyTorch does).
+  if (size < config_.max_split_size && block->size >= config_.max_split_size &&
+      block->size > segment_size_for(size))
+    return nullptr;
+  if (size >= config_.max_split_size && block->size >= size + kLargeBuffer) return nullptr;
+  pool.blocks.erase(it);
+  if (block->is_split()) {  // a free piece of a split segment leaves the inactive-split count
+    const auto idx = static_cast<StatPool>(pool_index(pool));
+    stats_.inactive_split.decrease(idx, 1);
+    stats_.inactive_split_bytes.decrease(idx, static_cast<int64_t>(block->size));
+  }
+  return block;
+}
+
+CachingAllocator::Block* CachingAllocator::new_segment(BlockPool& pool, StreamId stream, size_t segment_size) {
+  void* p = source_->allocate(segment_size);
+  if (p == nullptr) return nullptr;
+  ++stats_.num_device_alloc;
+  Block* block = make_block();
+  block->ptr = reinterpret_cast<uintptr_t>(p);
+  block->size = segment_size;
+  block->stream = stream;
+  block->pool = &pool;
+  segments_.emplace(block->ptr, block);
+  if (pool.owner != nullptr) ++pool.owner->segments;
+  const auto idx = static_cast<StatPool>(pool_index(pool));
+  stats_.segment.increase(idx, 1);
+  stats_.reserved_bytes.increase(idx, static_cast<int64_t>(segment_size));
+  if (segment_size >= config_.max_split_size) stats_.oversize_segments.increase(1);
+  record(TraceAction::SegmentAlloc, block->ptr, segment_size, stream);
+  return block;
+}
+
+bool CachingAllocator::should_split(const Block* block, size_t size) const {
+  const size_t remaining = block->size - size;
+  if (block->pool->is_small) return remaining >= kMinBlockSize;
+  return size < config_.max_split_size && remaining > kSmallSize;
+}
+
+CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size) {
+  Block* rest = make_block();
+  rest->ptr = block->ptr + size;
+  rest->size = block->size - size;
+  rest->stream = block->stream;
+  rest->pool = block->pool;
+  rest->last_used = block->last_used;
+  rest->prev = block;
+  rest->next = block->next;
+  if (block->next != nullptr) block->next->prev = rest;
+  block->next = rest;
+  block->size = size;
+  block->pool->blocks.insert(rest);
+  const auto idx = static_cast<StatPool>(pool_index(*block->pool));
+  stats_.inactive_split.increase(idx, 1);  // the remainder is a free piece of a split segment
+  stats_.inactive_split_bytes.increase(idx, static_cast<int64_t>(rest->size));
+  return rest;
+}
+
+void CachingAllocator::free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = allocated_.find(reinterpret_cast<uintptr_t>(ptr));
+  KILN_CHECK(it != allocated_.end(), "free: {} is not a live allocation of the {} caching allocator (freed twice?)",
+             ptr, source_->device_name());
+  Block* block = it->second;
+  allocated_.erase(it);
+  block->allocated = false;
+  const auto idx = static_cast<StatPool>(pool_index(*block->pool));
+  stats_.allocation.decrease(idx, 1);
+  stats_.allocated_bytes.decrease(idx, static_cast<int64_t>(block->size));
+  stats_.requested_bytes.decrease(idx, static_cast<int64_t>(block->requested));
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
+  block->requested = 0;
+  if (!block->stream_uses.empty()) {
+    // Still in use by other streams: stays active until their events complete.
+    record(TraceAction::FreeRequested, block->ptr, block->size, block->stream);
+    insert_events(block);
+  } else {
+    free_block(block);
+  }
+}
+
+void CachingAllocator::merge_into(Block* dst, Block* src) {
+  // dst is src's lower neighbour and absorbs it, so a segment's first block never moves.
+  dst->size += src->size;
+  dst->next = src->next;
+  if (src->next != nullptr) src->next->prev = dst;
+  recycle_block(src);
+}
+
+void CachingAllocator::free_block(Block* block) {
+  BlockPool& pool = *block->pool;
+  const auto idx = static_cast<StatPool>(pool_index(pool));
+  record(TraceAction::FreeCompleted, block->ptr, block->size, block->stream);  // the block as freed, before merging
+  stats_.active.decrease(idx, 1);
+  stats_.active_bytes.decrease(idx, static_cast<int64_t>(block->size));
+  // Free neighbours were counted as inactive split blocks; merging removes them from it.
+  int64_t net_blocks = 0, net_bytes = 0;
+  auto mergeable = [](const Block* b) { return b != nullptr && !b->allocated && b->event_count == 0; };
+  if (mergeable(block->prev)) {
+    Block* prev = block->prev;
+    pool.blocks.erase(prev);
+    net_blocks -= 1;
+    net_bytes -= static_cast<int64_t>(prev->size);
+    merge_into(prev, block);
+    block = prev;
+  }
+  if (mergeable(block->next)) {
+    Block* next = block->next;
+    pool.blocks.erase(next);
+    net_blocks -= 1;
+    net_bytes -= static_cast<int64_t>(next->size);
+    merge_into(block, next);
+  }
+  block->last_used = ++use_tick_;
+  pool.blocks.insert(block);
+  if (block->is_split()) {
+    net_blocks += 1;
+    net_bytes += static_cast<int64_t>(block->size);
+  }
+  if (net_blocks > 0) stats_.inactive_split.increase(idx, net_blocks);
+  if (net_blocks < 0) stats_.inactive_split.decrease(idx, -net_blocks);
+  if (net_bytes > 0) stats_.inactive_split_bytes.increase(idx, net_bytes);
+  if (net_bytes < 0) stats_.inactive_split_bytes.decrease(idx, -net_bytes);
+
+  const bool pool_released = pool.owner != nullptr && pool.owner->released;
+  if (is_whole_segment(block) && (!config_.caching || pool_released)) release_segment(block);
+}
+
+void CachingAllocator::record_stream(void* ptr, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = allocated_.find(reinterpret_cast<uintptr_t>(ptr));
+  KILN_CHECK(it != allocated_.end(), "record_stream: {} is not a live allocation of the {} caching allocator", ptr,
+             source_->device_name());
+  Block* block = it->second;
+  if (stream == block->stream) return;  // its own stream orders its reuse already
+  for (StreamId s : block->stream_uses)
+    if (s == stream) return;
+  block->stream_uses.push_back(stream);
+}
+
+void CachingAllocator::insert_events(Block* block) {
+  for (StreamId s : block->stream_uses) {
+    pending_events_.push_back({source_->record_event(s), block});
+    ++block->event_count;
+  }
+  block->stream_uses.clear();
+}
+
+void CachingAllocator::process_events() {
+  if (pending_events_.empty()) return;
+  size_t keep = 0;
+  for (size_t i = 0; i < pending_events_.size(); ++i) {
+    const PendingEvent pe = pending_events_[i];
+    if (!source_->event_completed(pe.event)) {
+      pending_events_[keep++] = pe;
+      continue;
+    }
+    source_->destroy_event(pe.event);
+    if (--pe.block->event_count == 0) free_block(pe.block);
+  }
+  pending_events_.resize(keep);
+}
+
+void CachingAllocator::synchronize_pending_events() {
+  ++stats_.num_sync_all_streams;  // counted per call, as PyTorch counts it
+  for (const PendingEvent& pe : pending_events_) source_->wait_event(pe.event);
+  process_events();
+}
+
+void CachingAllocator::release_segment(Block* block) {
+  BlockPool& pool = *block->pool;
+  pool.blocks.erase(block);
+  segments_.erase(block->ptr);
+  source_->release(reinterpret_cast<void*>(block->ptr), block->size);
+  ++stats_.num_device_free;
+  const auto idx = static_cast<StatPool>(pool_index(pool));
+  stats_.segment.decrease(idx, 1);
+  stats_.reserved_bytes.decrease(idx, static_cast<int64_t>(block->size));
+  if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
+  record(TraceAction::SegmentFree, block->ptr, block->size, block->stream);
+  PrivatePool* owner = pool.owner;
+  recycle_block(block);
+  if (owner != nullptr && --owner->segments == 0 && owner->released) private_pools_.erase(owner->id);
+}
+
+void CachingAllocator::release_whole_segments(BlockPool& pool) {
+  std::vector<Block*> whole;
+  for (Block* b : pool.blocks)
+    if (is_whole_segment(b)) whole.push_back(b);
+  for (Block* b : whole) release_segment(b);
+}
+
+void CachingAllocator::release_cached_blocks() {
+  release_whole_segments(*small_pool_);
+  release_whole_segments(*large_pool_);
+  // Private pools still in use keep their cache (a captured graph replays into it). A
+  // released pool disappears with its last segment, so look it up again for each half.
+  std::vector<MemPoolId> released;
+  for (const auto& [id, pool] : private_pools_)
+    if (pool->released) released.push_back(id);
+  for (MemPoolId id : released) {
+    for (bool small : {true, false}) {
+      const auto it = private_pools_.find(id);
+      if (it == private_pools_.end()) break;
+      release_whole_segments(small ? it->second->small : it->second->large);
+    }
+  }
+}
+
+void CachingAllocator::garbage_collect(size_t about_to_allocate) {
+  if (device_total_ == 0) device_total_ = source_->memory_info().second;  // fixed for a device: ask once
+  const size_t total = device_total_;
+  const auto limit = static_cast<int64_t>(config_.garbage_collection_threshold * static_cast<double>(total));
+  auto reserved = [this] { return stats_.reserved_bytes[StatPool::All].current; };
+  if (reserved() + static_cast<int64_t>(about_to_allocate) <= limit) return;
+  // Least recently freed whole segments go first.
+  std::vector<Block*> candidates;
+  for (BlockPool* pool : {small_pool_.get(), large_pool_.get()})
+    for (Block* b : pool->blocks)
+      if (is_whole_segment(b)) candidates.push_back(b);
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->last_used < b->last_used; });
+  for (Block* b : candidates) {
+    if (reserved() + static_cast<int64_t>(about_to_allocate) <= limit) break;
+    release_segment(b);
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Like torch.cuda.empty_cache(): wait for the streams that still use freed blocks, so
+  // those blocks are back in the cache and their segments can go too.
+  synchronize_pending_events();
+  release_cached_blocks();
+}
+
+void CachingAllocator::throw_oom(const char* op, size_t bytes, size_t size, StreamId stream) {
+  ++stats_.num_ooms;
+  record(TraceAction::Oom, 0, bytes, stream);
+  const auto [device_free, device_total] = source_->memory_info();
+  const auto allocated = static_cast<size_t>(stats_.allocated_bytes[StatPool::All].current);
+  const auto reserved = static_cast<size_t>(stats_.reserved_bytes[StatPool::All].current);
+  const auto active = static_cast<size_t>(stats_.active_bytes[StatPool::All].current);
+  const auto non_releasable = static_cast<size_t>(stats_.inactive_split_bytes[StatPool::All].current);
+  std::string advice;
+  if (non_releasable > 0 && non_releasable >= size / 4)
+    advice = fmt::format(
+        " The non-releasable memory is fragmentation (free pieces of split segments): setting "
+        "KILN_ALLOC_CONF=max_split_size_mb:{} keeps blocks of that size and above whole, and freeing tensors "
+        "you no longer need lets their pieces merge again.",
+        std::max<size_t>(21, (size >> 20) + 1));
+  else
+    advice =
+        " Free tensors you no longer need, use smaller batches, or set "
+        "KILN_ALLOC_CONF=max_split_size_mb:<N> if memory_summary() shows much non-releasable memory.";
+  KILN_INTERNAL_ASSERT(reserved >= active && active >= allocated);
+  const std::string awaiting =
+      active > allocated ? fmt::format(", {} waits for stream events before reuse", format_bytes(active - allocated))
+                         : std::string();
+  throw OutOfMemoryError(
+      fmt::format("{}: out of memory on {}: tried to allocate {} ({} bytes, rounded to {}). The device has {} in "
+                  "total, of which {} is free. Kiln has {} allocated and {} reserved: {} of the reserved memory is "
+                  "cached and free{}, and {} of it is non-releasable.{}",
+                  op, source_->device_name(), format_bytes(bytes), bytes, format_bytes(size),
+                  format_bytes(device_total), format_bytes(device_free), format_bytes(allocated),
+                  format_bytes(reserved), format_bytes(reserved - active), awaiting, format_bytes(non_releasable),
+                  advice),
+      __FILE__, __LINE__);
+}
+
+void CachingAllocator::record(TraceAction action, uint64_t address, uint64_t size, StreamId stream) {
+  if (!history_enabled_) return;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  const TraceEntry entry{action, address, size, stream,
+                         std::chrono::duration_cast<std::chrono::microseconds>(now).count()};
+  if (history_.size() < history_capacity_) {
+    history_.push_back(entry);
+  } else {
+    history_[history_next_] = entry;
+  }
+  history_next_ = (history_next_ + 1) % history_capacity_;
+}
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+// CUDA segment source. cudaMalloc's out-of-memory error is an answer (nullptr: the caching
+// allocator frees its cache and retries), every other failure is an Error.
+#include "cuda_segment_source.h"
+
+#include "../core/cuda_check.h"
+
+namespace kiln {
+
+namespace {
+// Makes `device` current for the scope and restores the caller's device after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() {
+    int now = previous_;
+    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+cudaEvent_t as_event(EventId id) { return reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(id)); }
+}  // namespace
+
+CudaSegmentSource::CudaSegmentSource(int device) : device_(device) {}
+
+std::string CudaSegmentSource::device_name() const { return fmt::format("cuda:{}", device_); }
+
+void* CudaSegmentSource::allocate(size_t bytes) {
+  DeviceGuard guard(device_);
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear it: out of memory is an answer here, not a failure
+    return nullptr;
+  }
+  CUDA_CHECK(status);
+  return p;
+}
+
+void CudaSegmentSource::release(void* ptr, size_t) {
+  DeviceGuard guard(device_);
+  CUDA_CHECK(cudaFree(ptr));
+}
+
+std::pair<size_t, size_t> CudaSegmentSource::memory_info() {
+  DeviceGuard guard(device_);
+  size_t free_bytes = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+  return {free_bytes, total};
+}
+
+EventId CudaSegmentSource::record_event(StreamId stream) {
+  DeviceGuard guard(device_);
+  cudaEvent_t event = nullptr;
+  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
+  return static_cast<EventId>(reinterpret_cast<uintptr_t>(event));
+}
+
+bool CudaSegmentSource::event_completed(EventId event) {
+  const cudaError_t status = cudaEventQuery(as_event(event));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  CUDA_CHECK(status);
+  return true;
+}
+
+void CudaSegmentSource::wait_event(EventId event) { CUDA_CHECK(cudaEventSynchronize(as_event(event))); }
+
+void CudaSegmentSource::destroy_event(EventId event) { CUDA_CHECK(cudaEventDestroy(as_event(event))); }
+
+}  // namespace kiln

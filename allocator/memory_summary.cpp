@@ -1,0 +1,250 @@
+// The text reports: memory_stats()'s flat key map and the memory_summary() table.
+//
+// Users of PyTorch read torch.cuda.memory_summary() at a glance, so the table reproduces
+// PyTorch 2.11's (torch/cuda/memory.py) character for character: the same rows, the same
+// 75-column box, the same unit choice per column (decided by the "all" row) and the same
+// integer flooring. Only the title names Kiln, and a CPU device says CPU where PyTorch says
+// GPU / CUDA. Below the table Kiln adds what PyTorch leaves out: a one-line verdict on
+// whether fragmentation is the problem.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "memory_report.h"
+
+namespace kiln {
+
+namespace {
+
+/// The per-pool statistics in memory_stats() order, with their PyTorch key names.
+struct ArrayKey {
+  const char* name;
+  StatArray MemoryStats::*member;
+};
+constexpr ArrayKey kArrayKeys[] = {
+    {"allocation", &MemoryStats::allocation},
+    {"allocated_bytes", &MemoryStats::allocated_bytes},
+    {"segment", &MemoryStats::segment},
+    {"reserved_bytes", &MemoryStats::reserved_bytes},
+    {"active", &MemoryStats::active},
+    {"active_bytes", &MemoryStats::active_bytes},
+    {"inactive_split", &MemoryStats::inactive_split},
+    {"inactive_split_bytes", &MemoryStats::inactive_split_bytes},
+    {"requested_bytes", &MemoryStats::requested_bytes},
+};
+
+/// Python's `a // b` for b > 0: rounds towards negative infinity, as PyTorch's formatter does.
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if (a % b != 0 && a < 0) --q;
+  return q;
+}
+
+/// PyTorch's _format_size: divide by 1024 while the column's preferred value (its "all" row)
+/// is at least 768 of the next unit. The preferred value is a float after the first step in
+/// Python; dividing a double by 1024 is exact, so the comparisons match Python's.
+std::string format_size(int64_t sz, int64_t pref_sz) {
+  static constexpr const char* kPrefixes[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  const char* prefix = kPrefixes[0];
+  double pref = static_cast<double>(pref_sz);
+  for (size_t i = 1; i < std::size(kPrefixes); ++i) {
+    if (pref < 768.0 * 1024.0) break;
+    prefix = kPrefixes[i];
+    sz = floor_div(sz, 1024);
+    pref /= 1024.0;
+  }
+  return fmt::format("{:6d} {}", sz, prefix);
+}
+
+/// PyTorch's _format_count: divide by 1000 while the preferred value is at least 750,000.
+std::string format_count(int64_t cnt, int64_t pref_cnt) {
+  static constexpr const char* kPrefixes[] = {" ", "K", "M"};
+  const char* prefix = kPrefixes[0];
+  double pref = static_cast<double>(pref_cnt);
+  for (size_t i = 1; i < std::size(kPrefixes); ++i) {
+    if (pref < 750.0 * 1000.0) break;
+    prefix = kPrefixes[i];
+    cnt = floor_div(cnt, 1000);
+    pref /= 1000.0;
+  }
+  return fmt::format("{:7d} {} ", cnt, prefix);
+}
+
+using Formatter = std::string (*)(int64_t, int64_t);
+
+/// One row of the table: the four columns formatted against the preferred (all-pool) values.
+std::string stat_row(const std::string& name, const Stat& s, const Stat& pref, Formatter f) {
+  return fmt::format(" {:<21} | {} | {} | {} | {} ", name, f(s.current, pref.current), f(s.peak, pref.peak),
+                     f(s.allocated, pref.allocated), f(s.freed, pref.freed));
+}
+
+/// Python's str.center(width): the odd space goes left when `width` is odd.
+std::string center(const std::string& s, size_t width) {
+  if (s.size() >= width) return s;
+  const size_t marg = width - s.size();
+  const size_t left = marg / 2 + (marg & width & 1);
+  return std::string(left, ' ') + s + std::string(marg - left, ' ');
+}
+
+bool is_cpu_device(const std::string& device) { return device == "cpu" || device.rfind("cpu:", 0) == 0; }
+
+/// "0", "3": the index after "cuda:" (0 when the device names none).
+std::string device_index(const std::string& device) {
+  const size_t colon = device.find(':');
+  return colon == std::string::npos ? "0" : device.substr(colon + 1);
+}
+
+/// n < r * num / den, exactly, for 0 <= n and 0 < r (no overflow: r is split by den first).
+bool below_fraction(int64_t n, int64_t r, int64_t num, int64_t den) {
+  const int64_t whole = (r / den) * num, rest = (r % den) * num;
+  const int64_t ceil_bound = whole + rest / den + (rest % den != 0 ? 1 : 0);  // ceil(r*num/den)
+  return n < ceil_bound;
+}
+
+/// A non-negative byte count with one decimal, as the verdict prints sizes.
+std::string in_units(int64_t bytes) { return format_bytes(static_cast<uint64_t>(bytes), 1); }
+
+/// 100 * part / whole with one decimal ("30.0%").
+std::string percent(int64_t part, int64_t whole) {
+  return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes, int decimals) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  // Move up while the value would print as 1024 or more in this unit once rounded.
+  const double limit = 1024.0 - 0.5 * std::pow(10.0, -decimals);
+  while (u + 1 < std::size(kUnits) && v >= limit) {
+    v /= 1024.0;
+    ++u;
+  }
+  return fmt::format("{:.{}f} {}", v, decimals, kUnits[u]);
+}
+
+std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats) {
+  std::map<std::string, int64_t> out;
+  auto put = [&out](const std::string& prefix, const Stat& s) {
+    out[prefix + ".current"] = s.current;
+    out[prefix + ".peak"] = s.peak;
+    out[prefix + ".allocated"] = s.allocated;
+    out[prefix + ".freed"] = s.freed;
+  };
+  for (const ArrayKey& key : kArrayKeys) {
+    const StatArray& array = stats.*key.member;
+    put(std::string(key.name) + ".all", array[StatPool::All]);
+    put(std::string(key.name) + ".large_pool", array[StatPool::Large]);
+    put(std::string(key.name) + ".small_pool", array[StatPool::Small]);
+  }
+  put("oversize_allocations", stats.oversize_allocations);
+  put("oversize_segments", stats.oversize_segments);
+  out["num_alloc_retries"] = stats.num_alloc_retries;
+  out["num_ooms"] = stats.num_ooms;
+  out["num_device_alloc"] = stats.num_device_alloc;
+  out["num_device_free"] = stats.num_device_free;
+  out["num_sync_all_streams"] = stats.num_sync_all_streams;
+  out["max_split_size"] = stats.max_split_size;
+  return out;
+}
+
+std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviated) {
+  const MemoryStats& stats = snapshot.stats;
+  const bool cpu = is_cpu_device(snapshot.device);
+  const char* dev = cpu ? "CPU" : "GPU";  // "GPU reserved memory" in PyTorch
+
+  struct Metric {
+    StatArray MemoryStats::*member;
+    std::string name;
+    Formatter formatter;
+  };
+  const Metric metrics[] = {
+      {&MemoryStats::allocated_bytes, "Allocated memory", format_size},
+      {&MemoryStats::active_bytes, "Active memory", format_size},
+      {&MemoryStats::requested_bytes, "Requested memory", format_size},
+      {&MemoryStats::reserved_bytes, fmt::format("{} reserved memory", dev), format_size},
+      {&MemoryStats::inactive_split_bytes, "Non-releasable memory", format_size},
+      {&MemoryStats::allocation, "Allocations", format_count},
+      {&MemoryStats::active, "Active allocs", format_count},
+      {&MemoryStats::segment, fmt::format("{} reserved segments", dev), format_count},
+      {&MemoryStats::inactive_split, "Non-releasable allocs", format_count},
+  };
+
+  std::vector<std::string> lines;
+  lines.push_back(std::string(75, '='));
+  lines.push_back(center(cpu ? std::string("Kiln CPU memory summary")
+                             : "Kiln CUDA memory summary, device ID " + device_index(snapshot.device),
+                         75));
+  lines.push_back(std::string(75, '-'));
+  // PyTorch: "  {_:9} CUDA OOMs: {num_ooms:<12d} | {_:6} cudaMalloc retries: {...:<8d}  ".
+  // The CPU labels are shorter; the padding grows so the "|" stays in column 36.
+  if (cpu) {
+    lines.push_back(fmt::format("  {:10} CPU OOMs: {:<12d} | {:10} malloc retries: {:<8d}  ", "", stats.num_ooms,
+                                "", stats.num_alloc_retries));
+  } else {
+    lines.push_back(fmt::format("  {:9} CUDA OOMs: {:<12d} | {:6} cudaMalloc retries: {:<8d}  ", "", stats.num_ooms,
+                                "", stats.num_alloc_retries));
+  }
+  lines.push_back(std::string(75, '='));
+  lines.push_back("        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ");
+
+  for (const Metric& m : metrics) {
+    lines.push_back(std::string(75, '-'));
+    const StatArray& array = stats.*m.member;
+    const Stat& pref = array[StatPool::All];
+    lines.push_back(stat_row(m.name, pref, pref, m.formatter));
+    if (!abbreviated) {
+      lines.push_back(stat_row("      from large pool", array[StatPool::Large], pref, m.formatter));
+      lines.push_back(stat_row("      from small pool", array[StatPool::Small], pref, m.formatter));
+    }
+  }
+  const std::pair<std::string, const Stat*> oversize[] = {
+      {"Oversize allocations", &stats.oversize_allocations},
+      {fmt::format("Oversize {} segments", dev), &stats.oversize_segments},
+  };
+  for (const auto& [name, stat] : oversize) {
+    lines.push_back(std::string(75, '-'));
+    lines.push_back(stat_row(name, *stat, *stat, format_count));
+  }
+  lines.push_back(std::string(75, '='));
+
+  std::string out;
+  for (const std::string& line : lines) out += "|" + line + "|\n";
+  return out + fragmentation_verdict(snapshot) + "\n";
+}
+
+std::string fragmentation_verdict(const MemorySnapshot& snapshot) {
+  const int64_t reserved = snapshot.stats.reserved_bytes[StatPool::All].current;
+  const int64_t non_releasable = snapshot.stats.inactive_split_bytes[StatPool::All].current;
+  if (reserved <= 0) return "Fragmentation: none \u2014 nothing is reserved.";
+
+  // Non-releasable memory is the free pieces of split segments: the cache cannot return it to
+  // the device, and a request larger than every piece cannot use it. Under 10% of reserved is
+  // the ordinary cost of splitting; from 10% a noticeable share of the reservation is stranded
+  // (max_split_size_mb helps); from 30% nearly a third is, and fragmentation is likely why the
+  // reservation is far above what tensors use.
+  const char* level = below_fraction(non_releasable, reserved, 1, 10)   ? "low"
+                      : below_fraction(non_releasable, reserved, 3, 10) ? "moderate"
+                                                                        : "high";
+  int64_t largest_free = 0, total_free = 0;
+  for (const SegmentInfo& seg : snapshot.segments) {
+    for (const BlockInfo& b : seg.blocks) {
+      if (b.state != BlockState::Inactive) continue;
+      const auto size = static_cast<int64_t>(b.size);
+      total_free += size;
+      largest_free = size > largest_free ? size : largest_free;
+    }
+  }
+  std::string line = fmt::format(
+      "Fragmentation: {} \u2014 {} of {} reserved ({}) is non-releasable (free pieces of split segments); ", level,
+      in_units(non_releasable), in_units(reserved), percent(non_releasable, reserved));
+  if (total_free == 0) return line + "no free blocks are cached.";
+  return line + fmt::format("largest free block {} of {} free ({}).", in_units(largest_free), in_units(total_free),
+                            percent(largest_free, total_free));
+}
+
+}  // namespace kiln

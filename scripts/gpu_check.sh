@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with an NVIDIA GPU, build Kiln's CUDA configuration with Ninja,
+# run the whole test suite (the CUDA suite included), run the CUDA test binary under
+# compute-sanitizer (memcheck and racecheck), run the benchmarks — side by side with
+# LibTorch and PyTorch where they are installed — and print one summary table at the end.
+#
+#   scripts/gpu_check.sh                 # results and logs under $OUT (default gpu-check-out/)
+#   CUDA_ARCH=90a BUILD=build-gpu OUT=/tmp/gpu scripts/gpu_check.sh
+#
+# Exit status: non-zero if the build, a test or a sanitizer run failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ARCH=${CUDA_ARCH:-90a}
+BUILD=${BUILD:-build-gpu}
+OUT=${OUT:-gpu-check-out}
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$OUT"
+declare -a rows
+status=0
+row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+fail() { status=1; row "$1" "FAILED — $2"; }
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+row "date (UTC)" "$(date -u '+%Y-%m-%d %H:%M')"
+row "GPU, driver, memory" "${gpu:-none visible}"
+row "nvcc" "$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -1)"
+
+# 1. Build.
+if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DKILN_NATIVE=ON > "$OUT/configure.log" 2>&1 &&
+   cmake --build "$BUILD" -j "$JOBS" > "$OUT/build.log" 2>&1; then
+  row "build (sm_$ARCH, Ninja)" "ok, $(grep -ci 'warning' "$OUT/build.log") warning lines"
+else
+  fail "build (sm_$ARCH, Ninja)" "see $OUT/build.log"
+  tail -30 "$OUT/build.log"
+  printf '%s\n' "${rows[@]}"
+  exit 1
+fi
+
+# 2. Every test, through ctest.
+ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" > "$OUT/ctest.log" 2>&1
+ctest_rc=$?
+summary=$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)
+skipped=$(grep -c '(Skipped)' "$OUT/ctest.log")
+if [[ $ctest_rc -eq 0 ]]; then row "ctest" "$summary; $skipped skipped"; else fail "ctest" "$summary (see $OUT/ctest.log)"; fi
+cuda_cases=$("$BUILD/tests/test_cuda" 2>&1 | grep -E '^\[doctest\] test cases' | tail -1)
+row "CUDA suite" "${cuda_cases:-did not run}"
+
+# 3. compute-sanitizer on the CUDA suite.
+for tool in memcheck racecheck; do
+  if command -v compute-sanitizer > /dev/null; then
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_cuda" > "$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?
+    verdict=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tail -1)
+    if [[ $rc -eq 0 ]]; then row "compute-sanitizer $tool" "${verdict:-clean}"; else fail "compute-sanitizer $tool" "${verdict:-exit $rc}"; fi
+  else
+    row "compute-sanitizer $tool" "not installed"
+  fi
+done
+
+# 4. Benchmarks (figures, not pass/fail).
+"$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
+"$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+  torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  if cmake -S bench/libtorch -B "$BUILD-libtorch" -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" > "$OUT/libtorch_configure.log" 2>&1 &&
+     cmake --build "$BUILD-libtorch" -j "$JOBS" > "$OUT/libtorch_build.log" 2>&1; then
+    "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
+  else
+    row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
+  fi
+  python3 bench/alloc_trace_replay.py bench/traces/*.trace > "$OUT/alloc_trace_pytorch.txt" 2>&1
+fi
+row "benchmarks" "$OUT/alloc_latency_*.txt, $OUT/alloc_trace_*.txt"
+"$BUILD/examples/memory_fragmentation" --device cuda --svg "$OUT/memory_map_cuda.svg" > "$OUT/memory_fragmentation.txt" 2>&1 ||
+  fail "example memory_fragmentation" "see $OUT/memory_fragmentation.txt"
+
+for f in "$OUT"/alloc_latency_*.txt "$OUT"/alloc_trace_*.txt; do
+  [[ -f $f ]] && { echo "== $(basename "$f")"; cat "$f"; }
+done
+echo
+echo "GPU check summary"
+printf '%s\n' "${rows[@]}" | tee "$OUT/summary.txt"
+exit $status
