@@ -3,14 +3,15 @@
 #
 #   make demo                 build and run the article's example (examples/linear_mlp)
 #   make test                 build and run every test through ctest
-#   make bench                build and run the CPU benchmarks
+#   make bench                build and run the benchmarks (on the CPU device)
+#   make gpu-check            on a GPU machine: build, test, sanitize, benchmark (scripts/gpu_check.sh)
 #   make BUILD_DIR=... CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" test
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 
-.PHONY: all setup configure build demo test bench clean
+.PHONY: all setup configure build demo test bench gpu-check clean
 
 all: build
 
@@ -37,6 +38,13 @@ test: build
 bench: build
 	@$(BUILD_DIR)/bench/dispatch_overhead
 	@$(BUILD_DIR)/bench/cpu_gemm
+	@$(BUILD_DIR)/bench/alloc_latency
+	@$(BUILD_DIR)/bench/alloc_trace_replay bench/traces/*.trace
+
+# On a machine with an NVIDIA GPU: CUDA build, every test, compute-sanitizer, benchmarks
+# side by side with LibTorch/PyTorch, one summary table (scripts/gpu_check.sh).
+gpu-check: setup
+	@bash scripts/gpu_check.sh
 
 clean:
 	@rm -rf $(BUILD_DIR)
