@@ -55,7 +55,9 @@ for tool in memcheck racecheck; do
     # other report (a bad access, a race, another API error) fails the check.
     total=$(grep -oE '(ERROR SUMMARY|RACECHECK SUMMARY): [0-9]+' "$OUT/sanitizer_$tool.log" | grep -oE '[0-9]+$' | tail -1)
     expected=$(grep -c 'Program hit cudaErrorMemoryAllocation' "$OUT/sanitizer_$tool.log")
-    if [[ $rc -eq 0 && -n $total && $total -eq $expected ]]; then
+    if [[ $rc -eq 0 && -n $total && $total -eq 0 ]]; then
+      row "compute-sanitizer $tool" "clean: no reports"
+    elif [[ $rc -eq 0 && -n $total && $total -eq $expected ]]; then
       row "compute-sanitizer $tool" "clean: $total reports, all deliberate out-of-memory API errors of the OOM tests"
     else
       fail "compute-sanitizer $tool" "${total:-?} reports, ${expected} of them deliberate OOM API errors (exit $rc)"
@@ -75,6 +77,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; the
   if cmake -S bench/libtorch -B "$BUILD-libtorch" -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" > "$OUT/libtorch_configure.log" 2>&1 &&
      cmake --build "$BUILD-libtorch" -j "$JOBS" > "$OUT/libtorch_build.log" 2>&1; then
     "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
+    "$BUILD-libtorch/libtorch_dispatch_overhead" > "$OUT/cpu_dispatch_overhead_libtorch.txt" 2>&1
   else
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
   fi
