@@ -30,4 +30,24 @@ struct TestAllocator {
   }
 };
 
+/// A byte count as a statistic's type.
+inline int64_t i64(size_t v) { return static_cast<int64_t>(v); }
+
+/// The snapshot segment holding `p` (fails the test when none does).
+inline SegmentInfo segment_of(CachingAllocator& a, const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  for (const SegmentInfo& seg : a.snapshot().segments)
+    if (at >= seg.address && at < seg.address + seg.total_size) return seg;
+  FAIL("no segment holds " << p);
+  return {};
+}
+
+/// The snapshot block that starts at `p` (fails the test when none does).
+inline BlockInfo block_at(CachingAllocator& a, const void* p) {
+  for (const BlockInfo& b : segment_of(a, p).blocks)
+    if (b.address == reinterpret_cast<uintptr_t>(p)) return b;
+  FAIL("no block starts at " << p);
+  return {};
+}
+
 }  // namespace kiln::testing

@@ -12,8 +12,6 @@ using namespace kiln::testing;
 
 namespace {
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
 /// The message of the kiln::Error that parsing throws ("" and a failed check if none).
 std::string parse_error(std::string_view alloc_conf, std::string_view no_caching = "") {
   try {

@@ -16,8 +16,6 @@ AllocatorConfig max_split(size_t bytes = kMaxSplit) {
   return c;
 }
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
 void check_stat(const Stat& s, int64_t current, int64_t peak, int64_t allocated, int64_t freed) {
   CHECK(s.current == current);
   CHECK(s.peak == peak);

@@ -22,8 +22,6 @@ namespace {
 
 const Device kCpu = Device::cpu();
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
 /// A float32 tensor of `bytes` bytes (a multiple of 4).
 Tensor tensor_of_bytes(size_t bytes) { return empty({static_cast<int64_t>(bytes / 4)}, kFloat32); }
 

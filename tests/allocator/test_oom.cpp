@@ -15,8 +15,6 @@ namespace {
 
 constexpr size_t kCapacity = 64 * kMiB;
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
 /// A live block and the pattern it holds.
 struct Filled {
   void* ptr;

@@ -12,17 +12,6 @@ namespace {
 
 constexpr StreamId kCapture = 7, kOther = 8;
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
-/// The segment holding `p`.
-SegmentInfo segment_of(CachingAllocator& a, const void* p) {
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  for (const SegmentInfo& seg : a.snapshot().segments)
-    if (at >= seg.address && at < seg.address + seg.total_size) return seg;
-  FAIL("no segment holds " << p);
-  return {};
-}
-
 /// How many segments belong to pool `id` (0: the default pools).
 size_t segments_of_pool(CachingAllocator& a, MemPoolId id) {
   size_t n = 0;

@@ -10,26 +10,7 @@ namespace {
 
 constexpr StreamId kS1 = 1, kS2 = 2, kS3 = 3;
 
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
-
 uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-
-/// The snapshot block at `p` (REQUIREs that there is one).
-BlockInfo block_at(CachingAllocator& a, const void* p) {
-  for (const SegmentInfo& seg : a.snapshot().segments)
-    for (const BlockInfo& b : seg.blocks)
-      if (b.address == addr(p)) return b;
-  FAIL("no block at " << p);
-  return {};
-}
-
-/// The segment holding `p`.
-SegmentInfo segment_of(CachingAllocator& a, const void* p) {
-  for (const SegmentInfo& seg : a.snapshot().segments)
-    if (addr(p) >= seg.address && addr(p) < seg.address + seg.total_size) return seg;
-  FAIL("no segment holds " << p);
-  return {};
-}
 
 }  // namespace
 

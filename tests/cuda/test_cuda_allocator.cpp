@@ -13,14 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "testing.h"
+#include "allocator/allocator_testing.h"
 
 using namespace kiln;
+using namespace kiln::testing;
 
 namespace {
-
-constexpr size_t kKiB = 1024;
-constexpr size_t kMiB = 1024 * 1024;
 
 #define CUDA_REQUIRE(call)                                            \
   do {                                                                \
@@ -28,8 +26,6 @@ constexpr size_t kMiB = 1024 * 1024;
     INFO(#call << ": " << cudaGetErrorString(status_));               \
     REQUIRE(status_ == cudaSuccess);                                  \
   } while (0)
-
-int64_t i64(size_t v) { return static_cast<int64_t>(v); }
 
 /// A stream of this case's own (non-blocking: no implicit ordering with the legacy stream).
 class Stream {
@@ -80,23 +76,6 @@ class Gate {
 int64_t delta(const MemoryStats& after, const MemoryStats& before, StatArray MemoryStats::*stat,
               StatPool pool = StatPool::All) {
   return (after.*stat)[pool].current - (before.*stat)[pool].current;
-}
-
-/// The snapshot segment holding `p` (REQUIREs one).
-SegmentInfo segment_of(CachingAllocator& a, const void* p) {
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  for (const SegmentInfo& seg : a.snapshot().segments)
-    if (at >= seg.address && at < seg.address + seg.total_size) return seg;
-  FAIL("no segment holds " << p);
-  return {};
-}
-
-/// The snapshot block at `p` (REQUIREs one).
-BlockInfo block_at(CachingAllocator& a, const void* p) {
-  for (const BlockInfo& b : segment_of(a, p).blocks)
-    if (b.address == reinterpret_cast<uintptr_t>(p)) return b;
-  FAIL("no block starts at " << p);
-  return {};
 }
 
 /// `bytes` of device memory at `p`, copied back to the host.
