@@ -1,13 +1,13 @@
 // The caching allocator's allocate / free path: pool choice, best fit, splitting, merging,
 // stream events, segment growth and release, and the out-of-memory report. Statistics
-// follow PyTorch's definitions (see memory_stats.h); the comments at each update say which.
+// follow PyTorch's definitions (memory_stats.h); the inactive-split bookkeeping, the subtle
+// one, is commented where it changes.
 #include "caching_allocator.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "../core/error.h"
-#include "../core/small_vector.h"
 #include "caching_allocator_internal.h"
 
 namespace kiln {
