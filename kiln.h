@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/device.h"
+#include "core/stream.h"
 #include "tensor/dtype.h"
 #include "allocator/memory.h"
 #include "tensor/generator.h"

@@ -2,28 +2,12 @@
 // allocator frees its cache and retries), every other failure is an Error.
 #include "cuda_segment_source.h"
 
-#include "../core/cuda_check.h"
+#include "../core/cuda_guard.h"
 
 namespace kiln {
 
 namespace {
-// Makes `device` current for the scope and restores the caller's device after.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() {
-    int now = previous_;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-};
+using cuda::DeviceGuard;
 
 cudaEvent_t as_event(EventId id) { return reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(id)); }
 }  // namespace

@@ -7,12 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "../core/stream.h"
 #include "memory_stats.h"
 
 namespace kiln {
-
-/// An opaque stream handle (a cudaStream_t on CUDA devices; 0 is the default stream).
-using StreamId = uintptr_t;
 
 /// What a block is doing.
 enum class BlockState : uint8_t {

@@ -52,8 +52,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
   OpScope scope("where", {&cond, &a, &b});
   Tensor out = new_contiguous(shape, dtype, device, "where");
-  dispatch::where_kernels.get("where", device)(out, broadcast_view(cond, shape), broadcast_view(a.to(dtype), shape),
-                                               broadcast_view(b.to(dtype), shape));
+  // A 0-dim CPU operand joining a GPU op (a number) moves to the device: where() reads
+  // every operand through the same kernel.
+  auto on_device = [&](const Tensor& t) { return t.device() == device ? t : t.to(device); };
+  dispatch::where_kernels.get("where", device)(out, broadcast_view(on_device(cond), shape),
+                                               broadcast_view(on_device(a.to(dtype)), shape),
+                                               broadcast_view(on_device(b.to(dtype)), shape));
   return scope.output(out);
 }
 

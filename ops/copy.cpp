@@ -5,6 +5,7 @@
 #include "../tensor/make.h"
 #include "kernels.h"
 #include "op_scope.h"
+#include "transfer.h"
 #include "validate.h"
 
 namespace kiln {
@@ -41,16 +42,20 @@ Tensor Tensor::to(DType dtype) const {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-  KILN_FAIL("to: cannot move a tensor from {} to {}: this build of Kiln has no CUDA backend yet", this->device().str(),
-            device.str());
+  KILN_CHECK(cuda::is_built(), "to: cannot move a tensor from {} to {}: this build of Kiln has no CUDA support",
+             this->device().str(), device.str());
+  OpScope scope("to", {this});
+  // Copy the elements densely on the source device first, then move the bytes once.
+  const Tensor dense = contiguous();
+  Tensor out = new_contiguous(sizes(), dtype(), device, "to");
+  detail::copy_between_devices(out, dense);
+  return scope.output(out);
 }
 
 Tensor Tensor::to(Device device, DType dtype) const { return to(device).to(dtype); }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_defined("copy_", src, "src");
-  KILN_CHECK(src.device() == device(), "copy_: cannot copy from {} to {}: this build of Kiln has no CUDA backend yet",
-             src.device().str(), device().str());
   const Shape target = broadcast_shapes(src.sizes(), sizes(), "copy_");
   KILN_CHECK(target == sizes(), "copy_: source of shape {} cannot be broadcast to destination shape {}",
              shape_str(src.sizes()), shape_str(sizes()));
@@ -59,6 +64,13 @@ Tensor& Tensor::copy_(const Tensor& src) {
                "copy_: the destination (shape {}, strides {}) has elements that share memory (an expanded view); "
                "call clone() on it first",
                shape_str(sizes()), shape_str(strides()));
+  if (src.device() != device()) {
+    // Across devices: convert on the source device, move the bytes, then copy in place
+    // (which broadcasts and writes through this tensor's strides).
+    KILN_CHECK(cuda::is_built(), "copy_: cannot copy from {} to {}: this build of Kiln has no CUDA support",
+               src.device().str(), device().str());
+    return copy_(src.to(dtype()).to(device()));
+  }
   OpScope scope("copy_", {this, &src});
   // A source sharing memory with the destination is copied out first, so overlapping
   // reads and writes cannot mix.

@@ -5,7 +5,9 @@ namespace kiln::dispatch {
 
 void register_kernels() {
   register_cpu_kernels();
-  // The CUDA backend adds register_cuda_kernels() here.
+#ifdef KILN_WITH_CUDA
+  register_cuda_kernels();
+#endif
 }
 
 void throw_missing_kernel(const char* op, Device device) {

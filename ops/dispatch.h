@@ -19,6 +19,8 @@ void register_kernels();
 
 /// Registers the CPU kernels of every op family.
 void register_cpu_kernels();
+/// Registers the CUDA kernels (CUDA builds only).
+void register_cuda_kernels();
 
 /// Makes sure the tables are filled (a cheap check after the first call).
 inline void ensure_kernels_registered() {

@@ -4,13 +4,16 @@
 
 #include "../allocator/memory.h"
 #include "../core/error.h"
+#include "../core/stream.h"
 
 namespace kiln {
 
 std::shared_ptr<StorageImpl> allocate_storage(size_t nbytes, Device device, const char* op) {
-  // Every device's memory comes from its caching allocator (host segments for the CPU).
-  // The CUDA stream is the default stream until streams arrive with the CUDA backend.
-  return std::make_shared<StorageImpl>(caching_allocator(device, op).allocate_data(nbytes, 0, op), nbytes, device);
+  // Every device's memory comes from its caching allocator (host segments for the CPU); a
+  // GPU block belongs to the thread's current stream on that device, as in PyTorch.
+  CachingAllocator& allocator = caching_allocator(device, op);
+  const StreamId stream = device.is_cuda() ? cuda::current_stream(device).id() : 0;
+  return std::make_shared<StorageImpl>(allocator.allocate_data(nbytes, stream, op), nbytes, device);
 }
 
 namespace {

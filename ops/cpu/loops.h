@@ -10,15 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "../../core/small_vector.h"
 #include "../../tensor/tensor.h"
+#include "../collapse.h"
 
 namespace kiln::cpu {
-
-/// Dims a walk handles without touching the heap (more work, just slower to set up).
-inline constexpr size_t kInlineDims = 8;
-/// Per-dim values of a walk (sizes or byte strides).
-using DimValues = SmallVector<int64_t, kInlineDims>;
 
 /// One operand of a walk: base address and strides in bytes, one per dim of the walk shape.
 struct WalkOperand {
@@ -55,25 +50,10 @@ class Walker {
   /// Prepares a walk over `sizes` with each operand's byte strides.
   template <typename Sizes>
   Walker(const Sizes& sizes, const std::array<const DimValues*, N>& byte_strides) {
-    for (int64_t s : sizes)
-      if (s == 0) empty_ = true;
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      if (sizes[d] == 1) continue;
-      std::array<int64_t, N> st;
-      for (size_t k = 0; k < N; ++k) st[k] = (*byte_strides[k])[d];
-      if (!dims_.empty()) {
-        bool mergeable = true;
-        for (size_t k = 0; k < N; ++k)
-          if (steps_.back()[k] != st[k] * sizes[d]) mergeable = false;
-        if (mergeable) {
-          dims_.back() *= sizes[d];
-          steps_.back() = st;
-          continue;
-        }
-      }
-      dims_.push_back(sizes[d]);
-      steps_.push_back(st);
-    }
+    CollapsedDims<N> c = collapse_dims<N>(sizes, byte_strides);
+    empty_ = c.empty;
+    dims_ = std::move(c.sizes);
+    steps_ = std::move(c.strides);
   }
 
   /// Calls `run(ptrs, strides, n)` for runs of `n` elements covering every index: ptrs[k]

@@ -28,15 +28,15 @@ namespace {
   } while (0)
 
 /// A stream of this case's own (non-blocking: no implicit ordering with the legacy stream).
-class Stream {
+class OwnedStream {
  public:
-  Stream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() {
+  OwnedStream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~OwnedStream() {
     (void)cudaStreamSynchronize(stream_);
     (void)cudaStreamDestroy(stream_);
   }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
   cudaStream_t get() const { return stream_; }
   StreamId id() const { return reinterpret_cast<StreamId>(stream_); }
 
@@ -49,7 +49,7 @@ class Stream {
 /// is a fact the test controls, not a matter of timing.
 class Gate {
  public:
-  explicit Gate(const Stream& stream) : stream_(stream.get()) {
+  explicit Gate(const OwnedStream& stream) : stream_(stream.get()) {
     CUDA_REQUIRE(cudaLaunchHostFunc(stream_, &Gate::wait, this));
   }
   ~Gate() {
@@ -109,7 +109,7 @@ std::string size_text(uint64_t bytes) {
 
 TEST_CASE("cuda:0: rounding, pools, segment sizes and best-fit reuse, with exact statistics deltas") {
   CachingAllocator& a = caching_allocator(Device::cuda(0));
-  Stream s;
+  OwnedStream s;
   const MemoryStats s0 = a.stats();
 
   void* p = a.allocate(1, s.id());  // small pool: 512 B of a new 2 MiB segment
@@ -167,7 +167,7 @@ TEST_CASE("cuda:0: rounding, pools, segment sizes and best-fit reuse, with exact
 
 TEST_CASE("cuda:0: blocks are device memory that cudaMemset and cudaMemcpy reach") {
   CachingAllocator& a = caching_allocator(Device::cuda(0));
-  Stream s;
+  OwnedStream s;
   // Two neighbours in one small segment, and a large block.
   void* x = a.allocate(100 * kKiB, s.id());
   void* y = a.allocate(100 * kKiB, s.id());
@@ -187,7 +187,7 @@ TEST_CASE("cuda:0: blocks are device memory that cudaMemset and cudaMemcpy reach
 
 TEST_CASE("cuda:0: record_stream with a real stream: the block waits until that stream's work is done") {
   CachingAllocator& a = caching_allocator(Device::cuda(0));
-  Stream home, user;
+  OwnedStream home, user;
   constexpr size_t kBytes = 64 * kMiB;
   // A cached 64 MiB block of the home stream, so that nothing below calls cudaMalloc while
   // the user stream is held back.
@@ -234,7 +234,7 @@ TEST_CASE("cuda:0: record_stream with a real stream: the block waits until that 
 
 TEST_CASE("cuda:0: empty_cache gives cached segments back to the device") {
   CachingAllocator& a = caching_allocator(Device::cuda(0));
-  Stream s;
+  OwnedStream s;
   a.empty_cache();
   const MemoryStats s0 = a.stats();
   void* p = a.allocate(256 * kMiB, s.id());
@@ -251,7 +251,7 @@ TEST_CASE("cuda:0: empty_cache gives cached segments back to the device") {
 
 TEST_CASE("cuda:0: asking for more than the device holds is an OutOfMemoryError that loses nothing") {
   CachingAllocator& a = caching_allocator(Device::cuda(0));
-  Stream s;
+  OwnedStream s;
   constexpr size_t kBytes = 8 * kMiB;
   std::vector<uint8_t> pattern(kBytes);
   for (size_t i = 0; i < kBytes; ++i) pattern[i] = static_cast<uint8_t>(i * 7 + (i >> 12));

@@ -1,5 +1,6 @@
 // The dispatcher: every op passes the op scope (observers see names, inputs, outputs and
 // nesting), and a device without a kernel gives a clear error.
+#include "ops/dispatch.h"
 #include "testing.h"
 
 using namespace kiln;
@@ -37,4 +38,14 @@ TEST_CASE("observers see each op with its nesting depth") {
   CHECK(rec.ends.back() == "linear");
   CHECK(rec.output_counts.back() == 1);
   CHECK(rec.begins.size() == rec.ends.size());
+}
+
+TEST_CASE("a device without a kernel in the table is a clear error") {
+  using Fn = void (*)();
+  dispatch::KernelTable<Fn> table;  // a family with no kernel registered anywhere
+  CHECK_THROWS_WITH_AS(table.get("myop", Device::cuda(0)), "[myop] has no CUDA kernel (tensor on cuda:0)", Error);
+  CHECK_THROWS_WITH_AS(table.get("myop", Device::cpu()), "[myop] has no CPU kernel (tensor on cpu)", Error);
+  table.set(DeviceType::CPU, +[] {});
+  CHECK(static_cast<bool>(table.get("myop", Device::cpu())));
+  CHECK_THROWS_AS(table.get("myop", Device::cuda(1)), Error);
 }

@@ -1,0 +1,16 @@
+// Fills the CUDA column of the kernel tables (CUDA builds only). Families without an entry
+// here answer "[op] has no CUDA kernel".
+#include "register.h"
+
+#include "../dispatch.h"
+
+namespace kiln::dispatch {
+
+void register_cuda_kernels() {
+  cuda_kernels::register_factory_kernels();
+  cuda_kernels::register_copy_kernels();
+  cuda_kernels::register_unary_kernels();
+  cuda_kernels::register_binary_kernels();
+}
+
+}  // namespace kiln::dispatch

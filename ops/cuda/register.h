@@ -1,0 +1,12 @@
+// Registration hooks of the CUDA kernel files, called once by register_cuda_kernels()
+// (CUDA builds only).
+#pragma once
+
+namespace kiln::cuda_kernels {
+
+void register_factory_kernels();
+void register_copy_kernels();
+void register_unary_kernels();
+void register_binary_kernels();
+
+}  // namespace kiln::cuda_kernels
