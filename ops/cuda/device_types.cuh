@@ -50,9 +50,10 @@ using acc_t = typename Acc<T>::type;
 template <typename T>
 inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
-/// A device value widened to its arithmetic type.
+/// A device value widened to its arithmetic type (also usable on the host, e.g. to prepare
+/// a kernel argument).
 template <typename T>
-__device__ __forceinline__ acc_t<T> widen(T v) {
+__host__ __device__ __forceinline__ acc_t<T> widen(T v) {
   if constexpr (std::is_same_v<T, __half>) return __half2float(v);
   else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
   else return v;
@@ -60,7 +61,7 @@ __device__ __forceinline__ acc_t<T> widen(T v) {
 
 /// An arithmetic-type value narrowed to T (round to nearest even for the 16-bit floats).
 template <typename T, typename A>
-__device__ __forceinline__ T narrow(A v) {
+__host__ __device__ __forceinline__ T narrow(A v) {
   if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
   else return static_cast<T>(v);
