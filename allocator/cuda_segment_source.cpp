@@ -49,13 +49,7 @@ EventId CudaSegmentSource::record_event(StreamId stream) {
 }
 
 bool CudaSegmentSource::event_completed(EventId event) {
-  const cudaError_t status = cudaEventQuery(as_event(event));
-  if (status == cudaErrorNotReady) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  CUDA_CHECK(status);
-  return true;
+  return cuda::ready(cudaEventQuery(as_event(event)), "cudaEventQuery");
 }
 
 void CudaSegmentSource::wait_event(EventId event) { CUDA_CHECK(cudaEventSynchronize(as_event(event))); }

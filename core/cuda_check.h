@@ -15,6 +15,19 @@ namespace kiln::detail {
 }
 }  // namespace kiln::detail
 
+namespace kiln::cuda {
+/// For query calls (cudaEventQuery, cudaStreamQuery): true when done, false when the work
+/// is still running (clearing that status), and an Error for any other status.
+inline bool ready(cudaError_t status, const char* call) {
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (status != cudaSuccess) detail::throw_cuda_error(call, status, __FILE__, __LINE__);
+  return true;
+}
+}  // namespace kiln::cuda
+
 /// Evaluates a CUDA runtime call and throws kiln::Error unless it returns cudaSuccess.
 #define CUDA_CHECK(call)                                                       \
   do {                                                                         \

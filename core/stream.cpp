@@ -54,13 +54,7 @@ void Stream::synchronize() const {
 
 bool Stream::query() const {
   DeviceScope scope(device_.index());
-  const cudaError_t status = cudaStreamQuery(as_stream(id_));
-  if (status == cudaErrorNotReady) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  CUDA_CHECK(status);
-  return true;
+  return cuda::ready(cudaStreamQuery(as_stream(id_)), "cudaStreamQuery");
 }
 
 Event::Event(Device device, bool timing) : device_(device) {
@@ -101,13 +95,7 @@ void Event::block(const Stream& stream) const {
 void Event::synchronize() const { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
 
 bool Event::query() const {
-  const cudaError_t status = cudaEventQuery(static_cast<cudaEvent_t>(event_));
-  if (status == cudaErrorNotReady) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  CUDA_CHECK(status);
-  return true;
+  return cuda::ready(cudaEventQuery(static_cast<cudaEvent_t>(event_)), "cudaEventQuery");
 }
 
 float Event::elapsed_ms(const Event& later) const {

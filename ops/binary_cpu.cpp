@@ -6,27 +6,12 @@
 #include "../tensor/dtype_dispatch.h"
 #include "cpu/loops.h"
 #include "cpu/register.h"
+#include "int_pow.h"
 #include "kernels.h"
 
 namespace kiln::cpu {
 
 namespace {
-
-template <typename T>
-T int_pow(T base, T exp) {
-  if (exp < 0) {  // only +-1 survive a negative integer power
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  T result = 1;
-  while (exp > 0) {
-    if (exp & 1) result = static_cast<T>(result * base);
-    base = static_cast<T>(base * base);
-    exp >>= 1;
-  }
-  return result;
-}
 
 template <typename T, typename F>
 void arith(const Tensor& out, const Tensor& a, const Tensor& b, F f) {

@@ -5,27 +5,12 @@
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
+#include "int_pow.h"
 #include "kernels.h"
 
 namespace kiln::cuda_kernels {
 
 namespace {
-
-template <typename A>
-__device__ __forceinline__ A int_pow(A base, A exp) {
-  if (exp < 0) {  // only +-1 survive a negative integer power
-    if (base == 1) return 1;
-    if (base == -1) return (exp % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  A result = 1;
-  while (exp > 0) {
-    if (exp & 1) result = static_cast<A>(result * base);
-    base = static_cast<A>(base * base);
-    exp >>= 1;
-  }
-  return result;
-}
 
 // The op on widened values; Out is T, or bool for comparisons.
 template <typename T, BinaryOp Op>
