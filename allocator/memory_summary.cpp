@@ -42,33 +42,34 @@ int64_t floor_div(int64_t a, int64_t b) {
   return q;
 }
 
-/// PyTorch's _format_size: divide by 1024 while the column's preferred value (its "all" row)
-/// is at least 768 of the next unit. The preferred value is a float after the first step in
-/// Python; dividing a double by 1024 is exact, so the comparisons match Python's.
+/// PyTorch's unit choice for a column: divide `value` by `base` while the column's preferred
+/// value (its "all" row) is at least `threshold`, up to the last of `units`. The preferred
+/// value is a float after the first step in Python; dividing a double by 1000 or 1024 keeps
+/// the comparisons equal to Python's. Returns the unit chosen.
+template <size_t N>
+const char* scale(int64_t& value, int64_t preferred, int64_t base, double threshold, const char* const (&units)[N]) {
+  const char* unit = units[0];
+  double pref = static_cast<double>(preferred);
+  for (size_t i = 1; i < N; ++i) {
+    if (pref < threshold) break;
+    unit = units[i];
+    value = floor_div(value, base);
+    pref /= static_cast<double>(base);
+  }
+  return unit;
+}
+
+/// PyTorch's _format_size: 1024 steps while the preferred value is at least 768 of the next unit.
 std::string format_size(int64_t sz, int64_t pref_sz) {
   static constexpr const char* kPrefixes[] = {"B  ", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  const char* prefix = kPrefixes[0];
-  double pref = static_cast<double>(pref_sz);
-  for (size_t i = 1; i < std::size(kPrefixes); ++i) {
-    if (pref < 768.0 * 1024.0) break;
-    prefix = kPrefixes[i];
-    sz = floor_div(sz, 1024);
-    pref /= 1024.0;
-  }
+  const char* prefix = scale(sz, pref_sz, 1024, 768.0 * 1024.0, kPrefixes);
   return fmt::format("{:6d} {}", sz, prefix);
 }
 
-/// PyTorch's _format_count: divide by 1000 while the preferred value is at least 750,000.
+/// PyTorch's _format_count: 1000 steps while the preferred value is at least 750,000.
 std::string format_count(int64_t cnt, int64_t pref_cnt) {
   static constexpr const char* kPrefixes[] = {" ", "K", "M"};
-  const char* prefix = kPrefixes[0];
-  double pref = static_cast<double>(pref_cnt);
-  for (size_t i = 1; i < std::size(kPrefixes); ++i) {
-    if (pref < 750.0 * 1000.0) break;
-    prefix = kPrefixes[i];
-    cnt = floor_div(cnt, 1000);
-    pref /= 1000.0;
-  }
+  const char* prefix = scale(cnt, pref_cnt, 1000, 750.0 * 1000.0, kPrefixes);
   return fmt::format("{:7d} {} ", cnt, prefix);
 }
 

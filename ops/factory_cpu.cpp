@@ -1,6 +1,5 @@
 // CPU kernels of the factories: fill, arange and the Philox random fills.
 #include <cmath>
-#include <limits>
 
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/philox.h"
@@ -38,20 +37,12 @@ void arange_cpu(const Tensor& out, double start, double step) {
   });
 }
 
-// Significand bits of the output type: uniform values are drawn on that grid (philox.h).
-template <typename T>
-constexpr int significand_digits() {
-  if constexpr (std::is_same_v<T, Half>) return 11;
-  else if constexpr (std::is_same_v<T, BFloat16>) return 8;
-  else return std::numeric_limits<T>::digits;
-}
-
 void random_cpu(RandomDist dist, const Tensor& out, double a, double b, PhiloxState state) {
   dispatch_floating(out.dtype(), "random", [&]<typename T>() {
     T* o = out.data_ptr<T>();
     const int64_t n = out.numel();
     const int per = philox::per_block(static_cast<int>(sizeof(T)));
-    constexpr int digits = significand_digits<T>();
+    const int digits = significand_digits(out.dtype());
     const T from = static_cast<T>(static_cast<acc_t<T>>(a));
     for (int64_t first = 0; first < n; first += per) {
       const philox::Block blk = philox::block(state.seed, state.first_block + static_cast<uint64_t>(first / per));

@@ -48,18 +48,11 @@ void arange_cuda(const Tensor& out, double start, double step) {
   });
 }
 
-template <typename T>
-constexpr int significand_digits() {
-  if constexpr (std::is_same_v<T, __half>) return 11;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return 8;
-  else return std::numeric_limits<T>::digits;
-}
-
 // One thread per Philox block: `per` consecutive elements.
 template <typename T>
-__global__ void random_kernel(T* out, int64_t n, bool uniform, double a, double b, uint64_t seed, uint64_t first_block) {
+__global__ void random_kernel(T* out, int64_t n, bool uniform, double a, double b, int digits, uint64_t seed,
+                              uint64_t first_block) {
   constexpr int per = philox::per_block(static_cast<int>(sizeof(T)));
-  constexpr int digits = significand_digits<T>();
   const int64_t blocks = (n + per - 1) / per;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < blocks;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -86,7 +79,8 @@ void random_cuda(RandomDist dist, const Tensor& out, double a, double b, PhiloxS
     cuda::DeviceGuard guard(out.device().index());
     const int per = philox::per_block(static_cast<int>(sizeof(T)));
     random_kernel<T><<<blocks_for((n + per - 1) / per), kThreads, 0, stream_of(out)>>>(
-        static_cast<T*>(out.data_ptr()), n, dist == RandomDist::Uniform, a, b, state.seed, state.first_block);
+        static_cast<T*>(out.data_ptr()), n, dist == RandomDist::Uniform, a, b, significand_digits(out.dtype()),
+        state.seed, state.first_block);
     CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -91,6 +91,20 @@ class Formatter {
   int width_ = 1;
 };
 
+// Indices to show along a dim of `size`: all, or (summarising) the first and last
+// kEdgeItems with -1 marking the "..." gap.
+std::vector<int64_t> shown_indices(int64_t size, bool summarize) {
+  std::vector<int64_t> idx;
+  if (summarize && size > 2 * kEdgeItems) {
+    for (int64_t k = 0; k < kEdgeItems; ++k) idx.push_back(k);
+    idx.push_back(-1);
+    for (int64_t k = size - kEdgeItems; k < size; ++k) idx.push_back(k);
+  } else {
+    for (int64_t k = 0; k < size; ++k) idx.push_back(k);
+  }
+  return idx;
+}
+
 // Row-major flat index helpers over Values.
 struct Printer {
   const Values& v;
@@ -101,19 +115,7 @@ struct Printer {
     return v.floating ? fmt_.format_float(v.f[flat]) : fmt_.format_int(v.i[flat]);
   }
 
-  // Indices to show along a dim of `size`: all, or the first and last kEdgeItems with -1
-  // marking the "..." gap.
-  std::vector<int64_t> shown(int64_t size) const {
-    std::vector<int64_t> idx;
-    if (summarize && size > 2 * kEdgeItems) {
-      for (int64_t k = 0; k < kEdgeItems; ++k) idx.push_back(k);
-      idx.push_back(-1);
-      for (int64_t k = size - kEdgeItems; k < size; ++k) idx.push_back(k);
-    } else {
-      for (int64_t k = 0; k < size; ++k) idx.push_back(k);
-    }
-    return idx;
-  }
+  std::vector<int64_t> shown(int64_t size) const { return shown_indices(size, summarize); }
 
   std::string vector_str(int64_t base, int64_t stride, int64_t size, int indent) const {
     const int element_length = fmt_.width() + 2;
@@ -187,15 +189,13 @@ std::string Tensor::str() const {
     std::vector<int64_t> shown_i;
     if (summarize) {
       const Shape strides = contiguous_strides(vals.sizes);
-      const Formatter probe({}, {}, vals.floating, vals.boolean);
-      const Printer walker{vals, probe, true};
       auto gather = [&](auto&& self, size_t d, int64_t base) -> void {
         if (d == vals.sizes.size()) {
           if (vals.floating) shown_f.push_back(vals.f[base]);
           else shown_i.push_back(vals.i[base]);
           return;
         }
-        for (int64_t k : walker.shown(vals.sizes[d]))
+        for (int64_t k : shown_indices(vals.sizes[d], true))
           if (k >= 0) self(self, d + 1, base + k * strides[d]);
       };
       gather(gather, 0, 0);
