@@ -57,10 +57,13 @@ using ReduceKernel = void (*)(ReduceOp op, const Tensor& out, const Tensor& in, 
 /// softmax (or log_softmax when `log`) of in along `dim` into out (same shape and dtype).
 using SoftmaxKernel = void (*)(const Tensor& out, const Tensor& in, int64_t dim, bool log);
 
-/// Batched GEMM: out[b] = beta * out[b] + alpha * a[b] @ b[b] for out [B, M, N] (contiguous),
-/// a [B, M, K], b [B, K, N] (any strides, batch stride may be 0). beta == 0 ignores out's
-/// contents (even NaN), as BLAS does.
-using GemmKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
+/// Batched GEMM: out[b] = beta * out[b] + alpha * a[b] @ b[b] for out [..., M, N] (contiguous),
+/// a [..., M, K], b [..., K, N] (same batch dims, possibly none; any strides, batch strides
+/// may be 0). beta == 0 ignores out's contents (even NaN), as BLAS does. A defined `bias`
+/// (contiguous [N], out's dtype) replaces the beta term: out[b] = alpha * a[b] @ b[b] + bias,
+/// bias added to every row (the cuBLASLt bias epilogue).
+using GemmKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
+                            const Tensor& bias);
 
 /// Row-wise layer norm of a contiguous [rows, n] input; weight and bias ([n]) may be
 /// undefined. Also writes each row's mean and 1/std (float32 [rows]) for the backward pass.

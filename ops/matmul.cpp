@@ -1,7 +1,11 @@
-// matmul family: shape rules and error messages here, the GEMM itself in matmul_cpu.cpp.
-// linear() is an op of its own (profiles show linear -> addmm, as in PyTorch) and the node
-// graph capture later fuses with a following gelu.
+// matmul family: shape rules and error messages here, the GEMM itself in matmul_cpu.cpp and
+// matmul_cuda.cu. linear() is an op of its own (profiles show linear -> addmm, as in PyTorch)
+// and the node graph capture later fuses with a following gelu. addmm hands a vector bias
+// with beta == 1 (linear's case) to the kernel, which folds it into the GEMM (the cuBLASLt
+// bias epilogue); any other bias is copied into the output and scaled by beta there.
 #include "matmul.h"
+
+#include <atomic>
 
 #include "../tensor/make.h"
 #include "kernels.h"
@@ -13,6 +17,14 @@ namespace kiln {
 namespace dispatch {
 KernelTable<GemmKernel> gemm_kernels;
 }
+
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}
+
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -31,7 +43,7 @@ Tensor batched_gemm(const char* op, const Tensor& a, const Tensor& b) {
   Shape out_shape = a.sizes();
   out_shape.back() = b.sizes().back();
   Tensor out = new_contiguous(out_shape, a.dtype(), a.device(), op);
-  dispatch::gemm_kernels.get(op, a.device())(out, a, b, 1.0, 0.0);
+  dispatch::gemm_kernels.get(op, a.device())(out, a, b, 1.0, 0.0, Tensor());
   return out;
 }
 
@@ -95,8 +107,21 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   OpScope scope("addmm", {&bias, &a, &b});
   Tensor out = new_contiguous(out_shape, a.dtype(), a.device(), "addmm");
   const double beta_v = beta.to_double();
+  const int64_t n = out_shape[1];
+  const bool vector_bias = (bias.dim() == 1 || (bias.dim() == 2 && bias.sizes()[0] == 1)) && bias.sizes().back() == n;
+  if (beta_v == 1.0 && vector_bias) {
+    // One GEMM with the bias in its epilogue; the kernel wants a dense [N] vector.
+    Tensor vec = new_view(bias, {n}, {n == 1 ? 1 : bias.strides().back()}, bias.storage_offset());
+    if (!vec.is_contiguous()) {
+      Tensor dense = new_contiguous({n}, bias.dtype(), bias.device(), "addmm");
+      dispatch::copy_kernels.get("addmm", bias.device())(dense, vec);
+      vec = dense;
+    }
+    dispatch::gemm_kernels.get("addmm", a.device())(out, a, b, alpha.to_double(), 1.0, vec);
+    return scope.output(out);
+  }
   if (beta_v != 0.0) dispatch::copy_kernels.get("addmm", a.device())(out, broadcast_view(bias, out_shape));
-  dispatch::gemm_kernels.get("addmm", a.device())(out, a, b, alpha.to_double(), beta_v);
+  dispatch::gemm_kernels.get("addmm", a.device())(out, a, b, alpha.to_double(), beta_v, Tensor());
   return scope.output(out);
 }
 

@@ -1,12 +1,15 @@
 // CPU GEMM through Eigen. Each matrix operand is mapped in place when one of its strides is
 // 1 (row-major, or transposed/column-major as t() produces), so linear's weight.t() costs
 // no copy; other layouts are packed into a dense buffer first. float16/bfloat16 operands
-// are widened to float, multiplied, and rounded once; integer GEMMs use an exact loop.
+// are widened to float, multiplied, and rounded once; integer GEMMs use an exact loop. A
+// bias vector (the CUDA kernel's cuBLASLt epilogue) is copied into out first and added as
+// the beta = 1 term, which rounds the same way.
 #include <Eigen/Core>
 #include <vector>
 
 #include "../tensor/convert.h"
 #include "../tensor/dtype_dispatch.h"
+#include "../tensor/make.h"
 #include "cpu/loops.h"
 #include "cpu/register.h"
 #include "kernels.h"
@@ -98,8 +101,13 @@ void gemm_one(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, double alpha
   }
 }
 
-void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta, const Tensor& bias) {
   const int64_t nd = out.dim();
+  if (bias.defined()) {
+    // out = alpha * a @ b + bias: the bias, broadcast over the rows, becomes the beta = 1 term.
+    dispatch::copy_kernels.get("matmul", out.device())(out, broadcast_view(bias, out.sizes()));
+    beta = 1.0;
+  }
   const int64_t M = out.sizes()[nd - 2], N = out.sizes()[nd - 1], K = a.sizes()[nd - 1];
   const Shape batch(out.sizes().begin(), out.sizes().end() - 2);
   auto batch_operand = [&](const Tensor& t) {

@@ -1,5 +1,9 @@
 // CUDA bodies of the unary ops, the same formulas as unary_cpu.cpp computed in float for
 // the 16-bit types (exact-erf GELU, and its tanh form with sqrt(2/pi) and 0.044715).
+// One exception, for speed: the exact GELU of float16/bfloat16 evaluates erfc with a
+// Chebyshev fit whose relative error is below 1.2e-7 everywhere (~20 instructions instead
+// of erff's ~30 plus a branch), far below the 16-bit result's rounding (2^-11 at best); with
+// erff the bfloat16 kernel was bound by arithmetic at 73% of copy bandwidth.
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
@@ -8,6 +12,25 @@
 namespace kiln::cuda_kernels {
 
 namespace {
+
+// Phi(x) = P(N(0,1) <= x) through erfc(|x| / sqrt(2)) (Numerical Recipes' erfcc fit, relative
+// error < 1.2e-7 for every argument, so the left tail keeps its relative accuracy).
+__device__ __forceinline__ float normal_cdf_fast(float x) {
+  const float z = fabsf(x) * 0.70710678118654752440f;
+  const float t = __frcp_rn(fmaf(0.5f, z, 1.0f));
+  float p = 0.17087277f;
+  p = fmaf(t, p, -0.82215223f);
+  p = fmaf(t, p, 1.48851587f);
+  p = fmaf(t, p, -1.13520398f);
+  p = fmaf(t, p, 0.27886807f);
+  p = fmaf(t, p, -0.18628806f);
+  p = fmaf(t, p, 0.09678418f);
+  p = fmaf(t, p, 0.37409196f);
+  p = fmaf(t, p, 1.00002368f);
+  p = fmaf(t, p, -1.26551223f);
+  const float half_erfc = 0.5f * t * __expf(fmaf(-z, z, p));
+  return x >= 0.0f ? 1.0f - half_erfc : half_erfc;
+}
 
 template <typename T, UnaryOp Op>
 struct UnaryFn {
@@ -24,6 +47,7 @@ struct UnaryFn {
     else if constexpr (Op == UnaryOp::Tanh) return narrow<T>(tanh(x));
     else if constexpr (Op == UnaryOp::Sigmoid) return narrow<T>(A(1) / (A(1) + exp(-x)));
     else if constexpr (Op == UnaryOp::Silu) return narrow<T>(x / (A(1) + exp(-x)));
+    else if constexpr (Op == UnaryOp::Gelu && is_half_v<T>) return narrow<T>(x * normal_cdf_fast(x));
     else if constexpr (Op == UnaryOp::Gelu) return narrow<T>(A(0.5) * x * (A(1) + erf(x * A(0.70710678118654752440))));
     else return narrow<T>(A(0.5) * x * (A(1) + tanh(A(0.79788456080286535588) * (x + A(0.044715) * x * x * x))));
   }

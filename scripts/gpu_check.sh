@@ -72,24 +72,33 @@ done
 "$BUILD/bench/cpu_gemm" --repeats 3 > "$OUT/cpu_gemm.txt" 2>&1
 "$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
 "$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
+"$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
+"$BUILD/bench/cuda_bandwidth" > "$OUT/cuda_bandwidth_kiln.txt" 2>&1
+"$BUILD/bench/cuda_gemm" > "$OUT/cuda_gemm_kiln.txt" 2>&1
+"$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
   if cmake -S bench/libtorch -B "$BUILD-libtorch" -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" > "$OUT/libtorch_configure.log" 2>&1 &&
      cmake --build "$BUILD-libtorch" -j "$JOBS" > "$OUT/libtorch_build.log" 2>&1; then
     "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_dispatch_overhead" > "$OUT/cpu_dispatch_overhead_libtorch.txt" 2>&1
+    "$BUILD-libtorch/libtorch_cuda_overhead" > "$OUT/cuda_overhead_libtorch.txt" 2>&1
   else
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
   fi
   python3 bench/alloc_trace_replay.py bench/traces/*.trace > "$OUT/alloc_trace_pytorch.txt" 2>&1
+  python3 bench/torch_cuda_ops.py > "$OUT/cuda_ops_pytorch.txt" 2>&1
 fi
-row "benchmarks" "$OUT/{cpu,alloc_latency,alloc_trace}_*.txt"
+row "benchmarks" "$OUT/{cpu,alloc_latency,alloc_trace,cuda}_*.txt"
 "$BUILD/examples/memory_fragmentation" --device cuda --svg "$OUT/memory_map_cuda.svg" > "$OUT/memory_fragmentation.txt" 2>&1 ||
   fail "example memory_fragmentation" "see $OUT/memory_fragmentation.txt"
 
-for f in "$OUT"/cpu_*.txt "$OUT"/alloc_latency_*.txt "$OUT"/alloc_trace_*.txt; do
+for f in "$OUT"/cpu_*.txt "$OUT"/alloc_latency_*.txt "$OUT"/alloc_trace_*.txt "$OUT"/cuda_*.txt; do
   [[ -f $f ]] && { echo "== $(basename "$f")"; cat "$f"; }
 done
+# Side-by-side comparisons against the issue's targets, one row each.
+while IFS= read -r line; do rows+=("$line"); done < <(python3 scripts/gpu_bench_summary.py "$OUT"/cuda_*.txt)
+
 echo
 echo "GPU check summary"
 printf '%s\n' "${rows[@]}" | tee "$OUT/summary.txt"

@@ -11,6 +11,12 @@ void register_cuda_kernels() {
   cuda_kernels::register_copy_kernels();
   cuda_kernels::register_unary_kernels();
   cuda_kernels::register_binary_kernels();
+  cuda_kernels::register_reduce_kernels();
+  cuda_kernels::register_softmax_kernels();
+  cuda_kernels::register_layer_norm_kernels();
+  cuda_kernels::register_loss_kernels();
+  cuda_kernels::register_dropout_kernels();
+  cuda_kernels::register_matmul_kernels();
 }
 
 }  // namespace kiln::dispatch

@@ -8,5 +8,11 @@ void register_factory_kernels();
 void register_copy_kernels();
 void register_unary_kernels();
 void register_binary_kernels();
+void register_reduce_kernels();
+void register_softmax_kernels();
+void register_layer_norm_kernels();
+void register_loss_kernels();
+void register_dropout_kernels();
+void register_matmul_kernels();
 
 }  // namespace kiln::cuda_kernels

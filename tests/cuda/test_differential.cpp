@@ -5,6 +5,7 @@
 // (The CPU side is itself checked against float64 references in tests/ops.)
 #ifdef KILN_WITH_CUDA
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,7 +26,18 @@ struct Entry {
   std::function<Tensor(const std::vector<Tensor>&)> op;         // runs on whatever device the inputs are on
   std::vector<DType> dtypes;
   double lo = -3.0, hi = 3.0;                                  // input domain
+  int64_t min_dim = 0;                                         // cases with fewer dims are skipped
+  double float64_atol = 0;                                     // wider float64 atol (sums: see below)
 };
+
+// float64 sums add in a different order on the GPU (a tree) than on the CPU (a loop): an
+// output that cancels to ~0 can differ by ~1e-13 absolute for 4097 values of magnitude 3,
+// far below any float32 error but above the float64 atol of 1e-14.
+constexpr double kSumFloat64Atol = 1e-10;
+Entry summing(Entry e) {
+  e.float64_atol = kSumFloat64Atol;
+  return e;
+}
 
 const std::vector<DType> kFloatDtypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
 const std::vector<DType> kNumeric = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32};
@@ -72,6 +84,47 @@ std::vector<Entry> entries() {
       {"where_numbers", 1, [](const std::vector<Tensor>& in) { return where(in[0] > 0, 1.5, -2.0); }, kNumeric},
       {"contiguous", 1, [](const std::vector<Tensor>& in) { return in[0].contiguous(); }, kAll},
       {"clone", 1, [](const std::vector<Tensor>& in) { return in[0].clone(); }, kAll},
+      {"cat", 2, [](const std::vector<Tensor>& in) { return cat({in[0], in[1]}, -1); }, kAll, -3, 3, 1},
+      {"stack", 2, [](const std::vector<Tensor>& in) { return stack({in[0], in[1]}, 0); }, kAll},
+      // Reductions: whole tensor, last dim, first dim kept, two non-adjacent dims.
+      summing({"sum", 1, [](const std::vector<Tensor>& in) { return sum(in[0]); }, kAll}),
+      summing({"sum_last", 1, [](const std::vector<Tensor>& in) { return sum(in[0], {-1}); }, kAll}),
+      summing({"sum_first_keepdim", 1, [](const std::vector<Tensor>& in) { return sum(in[0], {0}, true); }, kAll}),
+      summing({"sum_outer_dims", 1, [](const std::vector<Tensor>& in) {
+         return in[0].dim() >= 3 ? sum(in[0], {0, 2}) : sum(in[0], {0}); }, kNumeric}),
+      summing({"mean", 1, [](const std::vector<Tensor>& in) { return mean(in[0]); }, kFloatDtypes}),
+      summing({"mean_last", 1, [](const std::vector<Tensor>& in) { return mean(in[0], {-1}); }, kFloatDtypes}),
+      summing({"mean_first", 1, [](const std::vector<Tensor>& in) { return mean(in[0], {0}); }, kFloatDtypes}),
+      {"max", 1, [](const std::vector<Tensor>& in) { return max(in[0]); }, kAll},
+      {"max_last", 1, [](const std::vector<Tensor>& in) { return max(in[0], {-1}); }, kAll},
+      {"min_first", 1, [](const std::vector<Tensor>& in) { return min(in[0], {0}); }, kAll},
+      {"amin_outer_dims", 1, [](const std::vector<Tensor>& in) {
+         return in[0].dim() >= 3 ? amin(in[0], {0, 2}) : amin(in[0], {0}); }, kNumeric},
+      {"argmax", 1, [](const std::vector<Tensor>& in) { return argmax(in[0]); }, kNumeric},
+      {"argmax_last", 1, [](const std::vector<Tensor>& in) { return argmax(in[0], -1); }, kNumeric},
+      {"argmin_first", 1, [](const std::vector<Tensor>& in) { return argmin(in[0], 0, true); }, kNumeric},
+      // Row ops.
+      {"softmax_last", 1, [](const std::vector<Tensor>& in) { return softmax(in[0], -1); }, kFloatDtypes},
+      {"softmax_first", 1, [](const std::vector<Tensor>& in) { return softmax(in[0], 0); }, kFloatDtypes},
+      {"log_softmax_last", 1, [](const std::vector<Tensor>& in) { return log_softmax(in[0], -1); }, kFloatDtypes},
+      {"log_softmax_first", 1, [](const std::vector<Tensor>& in) { return log_softmax(in[0], 0); }, kFloatDtypes},
+      {"layer_norm", 3, [](const std::vector<Tensor>& in) {
+         // weight and bias: the first n values of the other two inputs
+         const int64_t n = in[0].sizes().back();
+         return layer_norm(in[0], {n}, in[1].reshape({-1}).narrow(0, 0, n), in[2].reshape({-1}).narrow(0, 0, n));
+       }, kFloatDtypes, -3, 3, 1},
+      {"layer_norm_plain", 1, [](const std::vector<Tensor>& in) {
+         return layer_norm(in[0], {in[0].sizes().back()}); }, kFloatDtypes, -3, 3, 1},
+      {"dropout", 1, [](const std::vector<Tensor>& in) {
+         manual_seed(11);  // the same mask on both devices
+         return dropout(in[0], 0.3, true); }, kFloatDtypes},
+      // Losses: class indices drawn from the second input (argmax over the class dim).
+      {"cross_entropy", 2, [](const std::vector<Tensor>& in) {
+         const int64_t cls = in[0].dim() == 1 ? 0 : 1;
+         return cross_entropy(in[0], in[0].dim() == 1 ? argmax(in[1]) : argmax(in[1], cls)); }, kFloatDtypes, -3, 3, 1},
+      {"nll_loss_ignore", 2, [](const std::vector<Tensor>& in) {
+         if (in[0].dim() < 2) return nll_loss(log_softmax(in[0], 0), argmax(in[1]), 0);
+         return nll_loss(log_softmax(in[0], 1), argmax(in[1], 1), 0); }, kFloatDtypes, -3, 3, 1},
   };
   for (DType to : kAll) {
     e.push_back({fmt::format("to_{}", dtype_name(to)), 1,
@@ -116,6 +169,7 @@ TEST_CASE("every op with a CUDA kernel agrees with the CPU on every dtype and la
     for (DType dtype : entry.dtypes) {
       for (const Case& c : cases()) {
         if (c.layout == Layout::Transposed && c.shape.size() < 2) continue;
+        if (static_cast<int64_t>(c.shape.size()) < entry.min_dim) continue;
         CAPTURE(entry.name);
         CAPTURE(dtype_name(dtype));
         CAPTURE(shape_str(c.shape));
@@ -148,11 +202,21 @@ TEST_CASE("every op with a CUDA kernel agrees with the CPU on every dtype and la
           }
           gpu_in.push_back(g);
         }
-        const Tensor want = entry.op(cpu_in);
+        Tensor want;
+        try {
+          want = entry.op(cpu_in);
+        } catch (const Error& e) {
+          // Input the op refuses (e.g. max over a size-0 dim): the GPU must refuse it too.
+          CHECK_THROWS_AS(entry.op(gpu_in), Error);
+          ++checked;
+          continue;
+        }
         const Tensor got = entry.op(gpu_in);
         REQUIRE(got.device() == kGpu);
         REQUIRE(got.dtype() == want.dtype());
-        check_close(got.cpu(), values(want), want.sizes(), gpu_tolerance(want.dtype()), entry.name);
+        Tolerance tol = gpu_tolerance(want.dtype());
+        if (want.dtype() == kFloat64) tol.atol = std::max(tol.atol, entry.float64_atol);
+        check_close(got.cpu(), values(want), want.sizes(), tol, entry.name);
         ++checked;
       }
     }
@@ -210,6 +274,17 @@ TEST_CASE("bad input on the GPU path") {
   // A number may join a GPU op; a 1-element CPU tensor with dims may not.
   CHECK(equal((g + 1).cpu(), full({4}, 2.0f)));
   CHECK_THROWS_WITH_AS(add(g, ones({1})), doctest::Contains("add: expected all tensors to be on the same device"), Error);
+  // A class index out of range is found on the device and reported like the CPU's.
+  const Tensor logp = log_softmax(randn({6, 4}, kGpu), 1);
+  const Tensor bad = from_vector<int64_t>({0, 1, 9, 2, -1, 3}).to(kGpu);
+  CHECK_THROWS_WITH_AS(nll_loss(logp, bad), doctest::Contains("nll_loss: target 9 is out of bounds for 4 classes (at row 2)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(cross_entropy(randn({6, 4}, kGpu), bad), doctest::Contains("cross_entropy: nll_loss: target 9"),
+                       Error);
+  // The inputs survive the failed call, and a good call after it works.
+  const Tensor good = from_vector<int64_t>({0, 1, 3, 2, -100, 3});
+  check_close(nll_loss(logp, good.to(kGpu)).cpu(), values(nll_loss(logp.cpu(), good)), {}, {1e-5, 1e-6},
+              "nll_loss after a failed call");
 }
 
 TEST_CASE("streams: work queued on a non-default stream is ordered and waited for") {

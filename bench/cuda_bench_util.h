@@ -1,0 +1,32 @@
+// GPU timing helpers shared by the CUDA benchmarks (Kiln's and the LibTorch side's), plain
+// CUDA runtime only so both projects can compile them:
+//   - bare_launch: an empty <<<1,1>>> kernel, the floor of any eager CUDA op's host cost;
+//   - gpu_sleep: a spin kernel that keeps the GPU busy while the host queues the timed
+//     work, so back-to-back GPU time is measured even when one call is shorter than its
+//     host-side launch (small GEMMs);
+//   - median_gpu_ms: CUDA-event timing of `iters` queued calls after warm-up, median over
+//     repeats, per call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+namespace kiln::bench {
+
+/// Launches an empty kernel with one thread on `stream`.
+void bare_launch(cudaStream_t stream);
+
+/// Launches an empty kernel with one thread whose parameters are the size of an elementwise
+/// kernel's (an element count, a functor, three pointers), to see what arguments cost.
+void bare_launch_with_args(cudaStream_t stream, const void* a, const void* b, void* out);
+
+/// Queues a kernel that spins for about `ms` milliseconds on `stream`.
+void gpu_sleep(cudaStream_t stream, double ms);
+
+/// Median GPU milliseconds per call of `f` (which queues its work on `stream`): `warmup`
+/// untimed calls, then `repeats` times: spin, event, `iters` calls, event.
+double median_gpu_ms(const std::function<void()>& f, cudaStream_t stream, int iters = 20, int repeats = 9,
+                     int warmup = 3);
+
+}  // namespace kiln::bench

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Reads the `RESULT key value` lines the CUDA benchmarks print (Kiln's, LibTorch's and
+PyTorch's, all from one GPU check run) and prints the side-by-side comparisons against the
+issue's targets: eager overhead above the launch floor, bandwidth as a share of copy, GEMM
+TFLOP/s against PyTorch's nn.Linear.
+
+    scripts/gpu_bench_summary.py OUT/*.txt
+"""
+import re
+import sys
+
+
+def main(paths):
+    r = {}
+    for p in paths:
+        with open(p, errors="replace") as f:
+            for line in f:
+                m = re.match(r"RESULT (\S+) (\S+)", line)
+                if m:
+                    r[m.group(1)] = float(m.group(2))
+    rows = []
+
+    k, t = r.get("kiln_add_above_floor_us"), r.get("libtorch_add_above_floor_us")
+    if k is not None and t is not None:
+        verdict = "met" if k <= 0.25 * t else "NOT met"
+        rows.append(("eager add, host us above floor",
+                     f"Kiln {r['kiln_add_us']:.2f} (floor {r['kiln_launch_floor_us']:.2f}, +{k:.2f}); "
+                     f"LibTorch {r['libtorch_add_us']:.2f} (floor {r['libtorch_launch_floor_us']:.2f}, +{t:.2f}); "
+                     f"ratio {k / t:.2f} (target <= 0.25: {verdict})"))
+
+    for dt in ("float32", "bfloat16"):
+        kc, tc = r.get(f"kiln_copy_{dt}_gbs"), r.get(f"torch_copy_{dt}_gbs")
+        for op in ("add", "gelu", "sum", "softmax"):
+            kv, tv = r.get(f"kiln_{op}_{dt}_gbs"), r.get(f"torch_{op}_{dt}_gbs")
+            if kv is None or kc is None:
+                continue
+            text = f"Kiln {kv:.0f} GB/s = {100 * kv / kc:.1f}% of copy"
+            if op in ("add", "gelu"):
+                text += f" (target 85%: {'met' if kv >= 0.85 * kc else 'NOT met'})"
+            if tv is not None and tc is not None:
+                text += f"; PyTorch {tv:.0f} GB/s = {100 * tv / tc:.1f}%; Kiln/PyTorch {kv / tv:.3f}"
+            rows.append((f"bandwidth {op} {dt}", text))
+
+    for key in sorted(k for k in r if k.startswith("kiln_gemm_")):
+        tkey = key.replace("kiln_", "torch_", 1)
+        name = key[len("kiln_gemm_"):-len("_tflops")]
+        text = f"Kiln {r[key]:.1f} TFLOP/s"
+        if tkey in r:
+            ratio = r[key] / r[tkey]
+            text += f"; PyTorch {r[tkey]:.1f}; ratio {ratio:.3f} (target >= 0.97: {'met' if ratio >= 0.97 else 'NOT met'})"
+        rows.append((f"linear {name}", text))
+
+    for name, text in rows:
+        print(f"{name:<34} {text}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
