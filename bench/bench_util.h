@@ -28,11 +28,18 @@ class Turns {
   void add(std::string name, int calls, F f) {
     variants_.push_back({std::move(name), calls, std::function<void()>(std::move(f)), {}});
   }
-  /// Runs one warm-up batch of each variant, then `rounds` timed rounds.
-  void run(int rounds) {
-    for (auto& v : variants_) batch(v);
+  /// Runs one warm-up batch of each variant, then `rounds` timed rounds; `between` (if
+  /// given) runs untimed after every batch, e.g. to wait for a GPU to drain its queue.
+  void run(int rounds, const std::function<void()>& between = {}) {
+    for (auto& v : variants_) {
+      batch(v);
+      if (between) between();
+    }
     for (int r = 0; r < rounds; ++r)
-      for (auto& v : variants_) v.samples.push_back(batch(v));
+      for (auto& v : variants_) {
+        v.samples.push_back(batch(v));
+        if (between) between();
+      }
   }
   /// Median nanoseconds per call of variant `name`.
   double median_ns(const std::string& name) const {

@@ -69,9 +69,13 @@ Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand&
     KILN_CHECK(b.number.to_int() >= 0 || b.number.is_floating(),
                "{}: integers to negative integer powers are not allowed (exponent {})", name, b.number);
 
-  const Shape& sa = a.tensor ? a.tensor->sizes() : Shape{};
-  const Shape& sb = b.tensor ? b.tensor->sizes() : Shape{};
-  const Shape out_shape = broadcast_shapes(sa, sb, name);
+  // References all the way (a number's shape is the shared empty one): the common
+  // same-shape case copies no shape on the way to the output's allocation.
+  static const Shape kNumberShape;
+  const Shape& sa = a.tensor ? a.tensor->sizes() : kNumberShape;
+  const Shape& sb = b.tensor ? b.tensor->sizes() : kNumberShape;
+  Shape broadcast;
+  const Shape& out_shape = sa == sb ? sa : (broadcast = broadcast_shapes(sa, sb, name));
 
   OpScope scope(name, {a.tensor, b.tensor});
   const Tensor ta = a.tensor ? a.tensor->to(compute) : scalar_tensor(a.number, compute);

@@ -49,6 +49,8 @@ using DropoutKernel = void (*)(const Tensor& out, const Tensor& in, double p, Ph
 
 /// Reductions over trailing dims.
 enum class ReduceOp : uint8_t { Sum, Mean, Max, Min, ArgMax, ArgMin };
+/// The op's user-facing name ("sum", "argmax", ...), for messages.
+const char* reduce_op_name(ReduceOp op);
 /// Reduces the last `reduced_dims` dims of `in` into out, whose shape is in's leading dims.
 /// Sum/Mean/Max/Min write out's dtype; ArgMax/ArgMin write int64 flat indices into the
 /// reduced block.

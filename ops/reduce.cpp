@@ -13,9 +13,7 @@ namespace dispatch {
 KernelTable<ReduceKernel> reduce_kernels;
 }
 
-namespace {
-
-const char* op_name(ReduceOp op) {
+const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return "sum";
     case ReduceOp::Mean: return "mean";
@@ -26,6 +24,8 @@ const char* op_name(ReduceOp op) {
   }
   return "reduce";
 }
+
+namespace {
 
 DType output_dtype(ReduceOp op, DType in, const char* name) {
   switch (op) {
@@ -47,7 +47,7 @@ DType output_dtype(ReduceOp op, DType in, const char* name) {
 // An empty `dims` reduces every dim. `name` is what the user called (amax for an amax call,
 // so errors and profiles say amax); it defaults to the ReduceOp's own name.
 Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim, const char* name = nullptr) {
-  if (name == nullptr) name = op_name(op);
+  if (name == nullptr) name = reduce_op_name(op);
   check_defined(name, x);
   const int64_t nd = x.dim();
   std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());

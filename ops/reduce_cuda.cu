@@ -44,18 +44,6 @@ constexpr int kStridedLoads = 8;
 /// Index of an arg accumulator that has seen no element (loses every tie).
 constexpr int64_t kNoIndex = INT64_MAX;
 
-const char* op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Mean: return "mean";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::ArgMax: return "argmax";
-    case ReduceOp::ArgMin: return "argmin";
-  }
-  return "reduce";
-}
-
 /// A (value, index) pair carried by the arg reductions.
 template <typename A>
 struct ArgPair {
@@ -462,7 +450,7 @@ void fill_indexer(Indexer<1>& ix, const CollapsedDims<1>& dims, const char* name
 
 /// The ReduceKernel for CUDA tensors (contract in ops/kernels.h).
 void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduced_dims) {
-  const char* name = op_name(op);
+  const char* name = reduce_op_name(op);
   const int64_t kept = in.dim() - reduced_dims;
   KILN_INTERNAL_ASSERT(reduced_dims >= 0 && kept >= 0, "{}: cannot reduce {} trailing dims of a {}-dim input", name,
                        reduced_dims, in.dim());

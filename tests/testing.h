@@ -46,6 +46,15 @@ inline Tensor random(const Shape& shape, DType dtype = kFloat32, double lo = -2.
   return u.to(dtype);
 }
 
+/// Random multiples of 1/8 in [-2, 2) (integers in [-16, 16) for integer dtypes): products
+/// and short sums of them are exact in every float dtype, so GEMM results compare exactly.
+inline Tensor random_eighths(const Shape& shape, DType dtype) {
+  std::vector<double> v = random(shape, kInt64, -16, 16).to_vector<double>();
+  if (is_floating(dtype))
+    for (double& x : v) x *= 0.125;
+  return from_vector(v, shape).to(dtype);
+}
+
 /// How a test operand is laid out in memory.
 enum class Layout { Contiguous, Transposed, Sliced, Expanded };
 inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced, Layout::Expanded};

@@ -14,32 +14,25 @@ namespace {
 
 const std::vector<DType> kGemmTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64};
 
-// Random multiples of 1/8 in [-2, 2) (integers in [-16, 16) for integer dtypes).
-Tensor grid(const Shape& shape, DType dtype) {
-  std::vector<double> v = random(shape, kInt64, -16, 16).to_vector<double>();
-  if (is_floating(dtype))
-    for (double& x : v) x *= 0.125;
-  return from_vector(v, shape).to(dtype);
-}
 
-// grid() values laid out as random_with_layout() lays them out.
+// random_eighths() values laid out as random_with_layout() lays them out.
 Tensor grid_with_layout(const Shape& shape, Layout layout, DType dtype) {
   switch (layout) {
-    case Layout::Contiguous: return grid(shape, dtype);
+    case Layout::Contiguous: return random_eighths(shape, dtype);
     case Layout::Transposed: {
       Shape swapped = shape;
       std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
-      return grid(swapped, dtype).transpose(-1, -2);
+      return random_eighths(swapped, dtype).transpose(-1, -2);
     }
     case Layout::Sliced: {
       Shape wide = shape;
       wide.back() = 2 * shape.back() + 1;
-      return grid(wide, dtype).slice(-1, 1, 2 * shape.back() + 1, 2);
+      return random_eighths(wide, dtype).slice(-1, 1, 2 * shape.back() + 1, 2);
     }
     case Layout::Expanded: {
       Shape one = shape;
       one[0] = 1;
-      return grid(one, dtype).expand(shape);
+      return random_eighths(one, dtype).expand(shape);
     }
   }
   return {};
@@ -135,7 +128,7 @@ TEST_CASE("matmul follows PyTorch's shape rules in every dtype") {
   };
   for (DType dt : kGemmTypes)
     for (const Case& c : cases) {
-      const Tensor a = grid(c.a, dt), b = grid(c.b, dt);
+      const Tensor a = random_eighths(c.a, dt), b = random_eighths(c.b, dt);
       CHECK(matmul(a, b).sizes() == c.out);
       check_matmul(a, b);
     }
@@ -155,14 +148,14 @@ TEST_CASE("matmul accepts transposed, sliced and expanded operands") {
         }
   // t() of a matrix (the layout linear relies on), and 1-D operands with a step or stride 0.
   for (DType dt : kGemmTypes) {
-    check_matmul(grid({7, 5}, dt).t(), grid({3, 7}, dt).t());
+    check_matmul(random_eighths({7, 5}, dt).t(), random_eighths({3, 7}, dt).t());
     for (Layout l : {Layout::Contiguous, Layout::Sliced, Layout::Expanded}) {
       INFO(layout_name(l));
       const Tensor v = grid_with_layout({6}, l, dt);
       check_matmul(v, grid_with_layout({6, 4}, Layout::Transposed, dt));
       check_matmul(grid_with_layout({3, 6}, Layout::Sliced, dt), v);
       check_matmul(v, grid_with_layout({6}, Layout::Sliced, dt));
-      check_matmul(v, grid({2, 6, 3}, dt));
+      check_matmul(v, random_eighths({2, 6, 3}, dt));
     }
   }
 }
@@ -174,14 +167,14 @@ TEST_CASE("matmul at odd sizes 1, 7 and 127") {
     for (int64_t M : sizes)
       for (int64_t K : sizes)
         for (int64_t N : sizes) {
-          check_matmul(grid({M, K}, dt), grid({K, N}, dt));
+          check_matmul(random_eighths({M, K}, dt), random_eighths({K, N}, dt));
           if (M == 7)
             check_matmul(grid_with_layout({M, K}, Layout::Transposed, dt),
                          grid_with_layout({K, N}, Layout::Transposed, dt));
         }
   for (DType dt : kGemmTypes) {
-    check_matmul(grid({127}, dt), grid({127}, dt));
-    check_matmul(grid({3, 7, 127}, dt), grid({127, 7}, dt));
+    check_matmul(random_eighths({127}, dt), random_eighths({127}, dt));
+    check_matmul(random_eighths({3, 7, 127}, dt), random_eighths({127, 7}, dt));
   }
 }
 
@@ -206,17 +199,17 @@ TEST_CASE("matmul with an empty dimension") {
     INFO(dt);
     // K = 0: every output element is an empty sum, i.e. zero.
     dirty_pool({3, 4}, dt);
-    const Tensor z = matmul(grid({3, 0}, dt), grid({0, 4}, dt));
+    const Tensor z = matmul(random_eighths({3, 0}, dt), random_eighths({0, 4}, dt));
     check_close(z, std::vector<double>(12, 0.0), {3, 4});
     dirty_pool({2, 3, 5}, dt);
-    check_close(matmul(grid({2, 3, 0}, dt), grid({0, 5}, dt)), std::vector<double>(30, 0.0), {2, 3, 5});
-    const Tensor dot = matmul(grid({0}, dt), grid({0}, dt));
+    check_close(matmul(random_eighths({2, 3, 0}, dt), random_eighths({0, 5}, dt)), std::vector<double>(30, 0.0), {2, 3, 5});
+    const Tensor dot = matmul(random_eighths({0}, dt), random_eighths({0}, dt));
     check_close(dot, {0.0}, {});
     // M, N or a batch dim = 0: empty results of the right shape.
-    CHECK(matmul(grid({0, 5}, dt), grid({5, 4}, dt)).sizes() == Shape{0, 4});
-    CHECK(matmul(grid({3, 5}, dt), grid({5, 0}, dt)).sizes() == Shape{3, 0});
-    CHECK(matmul(grid({0, 2, 5}, dt), grid({5, 4}, dt)).sizes() == Shape{0, 2, 4});
-    CHECK(matmul(grid({5}, dt), grid({5, 0}, dt)).sizes() == Shape{0});
+    CHECK(matmul(random_eighths({0, 5}, dt), random_eighths({5, 4}, dt)).sizes() == Shape{0, 4});
+    CHECK(matmul(random_eighths({3, 5}, dt), random_eighths({5, 0}, dt)).sizes() == Shape{3, 0});
+    CHECK(matmul(random_eighths({0, 2, 5}, dt), random_eighths({5, 4}, dt)).sizes() == Shape{0, 2, 4});
+    CHECK(matmul(random_eighths({5}, dt), random_eighths({5, 0}, dt)).sizes() == Shape{0});
   }
 }
 
@@ -294,7 +287,7 @@ TEST_CASE("addmm broadcasts the bias and applies beta and alpha") {
   for (DType dt : kGemmTypes)
     for (const Shape& bs : bias_shapes)
       for (size_t c = 0; c < float_coeffs.size(); ++c) {
-        const Tensor bias = grid(bs, dt), a = grid({M, K}, dt), b = grid({K, N}, dt);
+        const Tensor bias = random_eighths(bs, dt), a = random_eighths({M, K}, dt), b = random_eighths({K, N}, dt);
         const bool integral = !is_floating(dt);
         const double beta = integral ? int_coeffs[c].first : float_coeffs[c].first;
         const double alpha = integral ? int_coeffs[c].second : float_coeffs[c].second;
@@ -317,7 +310,7 @@ TEST_CASE("addmm broadcasts the bias and applies beta and alpha") {
 TEST_CASE("addmm with beta = 0 ignores the bias, even NaN") {
   manual_seed(9);
   for (DType dt : kFloatTypes) {
-    const Tensor a = grid({4, 6}, dt), b = grid({6, 3}, dt);
+    const Tensor a = random_eighths({4, 6}, dt), b = random_eighths({6, 3}, dt);
     for (const Shape& bs : std::vector<Shape>{{3}, {4, 3}}) {
       const Tensor nan_bias = full(bs, kNaN, dt);
       INFO(dt, " bias ", shape_str(bs));
@@ -361,10 +354,10 @@ TEST_CASE("linear with 1-D, 2-D and 3-D inputs, with and without bias") {
     for (const Shape& xs : std::vector<Shape>{{in}, {4, in}, {2, 3, in}, {2, 1, 3, in}})
       for (bool with_bias : {true, false})
         for (bool transposed_weight : {false, true}) {
-          const Tensor x = grid(xs, dt);
+          const Tensor x = random_eighths(xs, dt);
           // A transposed view of an [in, out] buffer, as a weight shared with a tied layer.
-          const Tensor w = transposed_weight ? grid({in, out}, dt).t() : grid({out, in}, dt);
-          const Tensor b = with_bias ? grid({out}, dt) : Tensor();
+          const Tensor w = transposed_weight ? random_eighths({in, out}, dt).t() : random_eighths({out, in}, dt);
+          const Tensor b = with_bias ? random_eighths({out}, dt) : Tensor();
           Shape expect = xs;
           expect.back() = out;
           INFO(dt, " x ", shape_str(xs), " bias ", with_bias, " transposed weight ", transposed_weight);
@@ -375,7 +368,7 @@ TEST_CASE("linear with 1-D, 2-D and 3-D inputs, with and without bias") {
   // Non-contiguous inputs.
   for (DType dt : kFloatTypes)
     for (Layout l : kLayouts) {
-      const Tensor x = grid_with_layout({3, 4, in}, l, dt), w = grid({out, in}, dt), b = grid({out}, dt);
+      const Tensor x = grid_with_layout({3, 4, in}, l, dt), w = random_eighths({out, in}, dt), b = random_eighths({out}, dt);
       INFO(dt, " ", layout_name(l));
       check_close(linear(x, w, b), reference_linear(x, w, b), {3, 4, out});
     }

@@ -15,13 +15,6 @@ namespace {
 
 const std::vector<DType> kGemmTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64};
 
-// Random multiples of 1/8 in [-2, 2) (integers in [-16, 16) for integer dtypes).
-Tensor eighths(const Shape& shape, DType dtype) {
-  std::vector<double> v = random(shape, kInt64, -16, 16).to_vector<double>();
-  if (is_floating(dtype))
-    for (double& x : v) x *= 0.125;
-  return from_vector(v, shape).to(dtype);
-}
 
 // beta * bias (broadcast to [M, N]; ignored when beta == 0) + alpha * a @ b, in float64.
 // a and b may carry leading batch dims of equal sizes; bias broadcasts to the output.
@@ -72,10 +65,10 @@ TEST_CASE("addmm with [N], [1, N], [M, 1] and [M, N] biases and beta 0, 1 and 0.
       for (double beta : {0.0, 1.0, 0.5}) {
         if (!is_floating(dt) && beta == 0.5) continue;  // integer addmm takes integer coefficients
         for (double alpha : {1.0, 2.0}) {
-          const Tensor bias = eighths(bs, dt), a = eighths({M, K}, dt), b = eighths({K, N}, dt);
+          const Tensor bias = random_eighths(bs, dt), a = random_eighths({M, K}, dt), b = random_eighths({K, N}, dt);
           check_addmm(bias, a, b, beta, alpha);
           // linear's layout: b a transposed weight.
-          check_addmm(bias, a, eighths({N, K}, dt).t(), beta, alpha);
+          check_addmm(bias, a, random_eighths({N, K}, dt).t(), beta, alpha);
         }
       }
 }
@@ -84,16 +77,16 @@ TEST_CASE("addmm with strided and broadcast vector biases") {
   manual_seed(22);
   const int64_t M = 4, K = 7, N = 6;
   for (DType dt : kGemmTypes) {
-    const Tensor a = eighths({M, K}, dt), b = eighths({K, N}, dt);
+    const Tensor a = random_eighths({M, K}, dt), b = random_eighths({K, N}, dt);
     // [N] with a step, [N] expanded from one element, [1, N] as a row of a transposed
     // [N, 1], and [1, N] sliced out of a wider matrix.
-    check_addmm(eighths({2 * N}, dt).slice(0, 1, 2 * N, 2), a, b, 1.0, 1.0);
-    check_addmm(eighths({1}, dt).expand({N}), a, b, 1.0, 1.0);
-    check_addmm(eighths({N, 1}, dt).t(), a, b, 1.0, 1.0);
-    check_addmm(eighths({3, 2 * N}, dt).slice(0, 1, 2).slice(1, 0, 2 * N, 2), a, b, 1.0, 2.0);
+    check_addmm(random_eighths({2 * N}, dt).slice(0, 1, 2 * N, 2), a, b, 1.0, 1.0);
+    check_addmm(random_eighths({1}, dt).expand({N}), a, b, 1.0, 1.0);
+    check_addmm(random_eighths({N, 1}, dt).t(), a, b, 1.0, 1.0);
+    check_addmm(random_eighths({3, 2 * N}, dt).slice(0, 1, 2).slice(1, 0, 2 * N, 2), a, b, 1.0, 2.0);
     // One output column: [1] bias, [1, 1] bias.
-    check_addmm(eighths({1}, dt), a, eighths({K, 1}, dt), 1.0, 1.0);
-    check_addmm(eighths({1, 1}, dt), a, eighths({K, 1}, dt), 1.0, 1.0);
+    check_addmm(random_eighths({1}, dt), a, random_eighths({K, 1}, dt), 1.0, 1.0);
+    check_addmm(random_eighths({1, 1}, dt), a, random_eighths({K, 1}, dt), 1.0, 1.0);
   }
 }
 
@@ -102,18 +95,18 @@ TEST_CASE("addmm's bias path with K = 0, with M or N = 0, and through linear") {
   for (DType dt : kGemmTypes) {
     INFO(dt);
     // K = 0: out is the bias (beta 1), zeros (beta 0, even over a NaN bias) or beta * bias.
-    const Tensor bias = eighths({4}, dt), a = eighths({3, 0}, dt), b = eighths({0, 4}, dt);
+    const Tensor bias = random_eighths({4}, dt), a = random_eighths({3, 0}, dt), b = random_eighths({0, 4}, dt);
     check_addmm(bias, a, b, 1.0, 1.0);
     check_addmm(bias, a, b, 0.0, 1.0);
-    check_addmm(eighths({1, 4}, dt), a, b, 1.0, 3.0);
+    check_addmm(random_eighths({1, 4}, dt), a, b, 1.0, 3.0);
     if (is_floating(dt)) {
       check_addmm(bias, a, b, 0.5, 1.0);
       check_close(addmm(full({4}, kNaN, dt), a, b, 0, 1), std::vector<double>(12, 0.0), {3, 4});
     }
-    CHECK(addmm(eighths({4}, dt), eighths({0, 5}, dt), eighths({5, 4}, dt)).sizes() == Shape{0, 4});
-    CHECK(addmm(eighths({0}, dt), eighths({3, 5}, dt), eighths({5, 0}, dt)).sizes() == Shape{3, 0});
+    CHECK(addmm(random_eighths({4}, dt), random_eighths({0, 5}, dt), random_eighths({5, 4}, dt)).sizes() == Shape{0, 4});
+    CHECK(addmm(random_eighths({0}, dt), random_eighths({3, 5}, dt), random_eighths({5, 0}, dt)).sizes() == Shape{3, 0});
     // linear folds its bias the same way, for 3-D inputs too.
-    const Tensor x = eighths({2, 3, 8}, dt), w = eighths({5, 8}, dt), wb = eighths({5}, dt);
+    const Tensor x = random_eighths({2, 3, 8}, dt), w = random_eighths({5, 8}, dt), wb = random_eighths({5}, dt);
     check_close(linear(x, w, wb), reference_linear(x, w, wb), {2, 3, 5});
   }
 }
@@ -123,7 +116,7 @@ TEST_CASE("the GEMM kernel adds a bias vector to every row of every batch and ig
   const int64_t B = 3, M = 4, K = 5, N = 6;
   for (DType dt : kGemmTypes) {
     INFO(dt);
-    const Tensor a = eighths({B, M, K}, dt), b = eighths({B, K, N}, dt), bias = eighths({N}, dt);
+    const Tensor a = random_eighths({B, M, K}, dt), b = random_eighths({B, K, N}, dt), bias = random_eighths({N}, dt);
     // out starts as garbage (NaN for floats): with a bias, beta must not read it.
     Tensor out = is_floating(dt) ? full({B, M, N}, kNaN, dt) : full({B, M, N}, 12345, dt);
     const double beta = is_floating(dt) ? 0.5 : 3.0, alpha = 2.0;
@@ -132,7 +125,7 @@ TEST_CASE("the GEMM kernel adds a bias vector to every row of every batch and ig
     const std::vector<double> expect = reference(bias, a, b, 1.0, alpha, &shape);
     check_close(out, expect, shape);
     // An undefined bias keeps the beta semantics.
-    Tensor out2 = eighths({B, M, N}, dt);
+    Tensor out2 = random_eighths({B, M, N}, dt);
     const Tensor before = out2.clone();
     dispatch::gemm_kernels.get("matmul", Device::cpu())(out2, a, b, alpha, beta, Tensor());
     check_close(out2, reference(before, a, b, beta, alpha, &shape), shape);
