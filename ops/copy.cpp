@@ -69,7 +69,15 @@ Tensor& Tensor::copy_(const Tensor& src) {
     // (which broadcasts and writes through this tensor's strides).
     KILN_CHECK(cuda::is_built(), "copy_: cannot copy from {} to {}: this build of Kiln has no CUDA support",
                src.device().str(), device().str());
-    return copy_(src.to(dtype()).to(device()));
+    const Tensor converted = src.to(dtype());
+    if (is_contiguous() && converted.sizes() == sizes()) {
+      // Straight into this tensor's memory (DMA into pinned host memory at full speed).
+      OpScope scope("copy_", {this, &src});
+      detail::copy_between_devices(*this, converted.contiguous());
+      scope.output(*this);
+      return *this;
+    }
+    return copy_(converted.to(device()));
   }
   OpScope scope("copy_", {this, &src});
   // A source sharing memory with the destination is copied out first, so overlapping

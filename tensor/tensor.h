@@ -134,6 +134,12 @@ class Tensor {
   Tensor to(Device device, DType dtype) const;
   /// to(Device::cpu()).
   Tensor cpu() const { return to(Device::cpu()); }
+  /// A contiguous copy of this CPU tensor in page-locked (pinned) host memory, which the GPU
+  /// reads and writes by DMA at full speed; this tensor itself if already pinned. Needs a
+  /// CUDA build with a visible GPU (defined in ops/transfer.cpp).
+  Tensor pin_memory() const;
+  /// True when this tensor's memory is page-locked host memory (see pin_memory()).
+  bool is_pinned() const;
   /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor's memory.
   Tensor& copy_(const Tensor& src);
   /// Sets every element to `value` (defined in ops/factory.cpp).

@@ -266,6 +266,30 @@ TEST_CASE("moving tensors between the host and the GPU keeps every value and dty
   CHECK(equal(eye(3, TensorOptions().device(kGpu)).cpu(), eye(3)));
 }
 
+TEST_CASE("pin_memory: page-locked copies that keep every value, in both directions") {
+  manual_seed(4);
+  const Tensor h = random({300, 37}, kFloat32, -5, 5);
+  CHECK_FALSE(h.is_pinned());
+  const Tensor p = h.pin_memory();
+  CHECK(p.is_pinned());
+  CHECK(p.device().is_cpu());
+  CHECK(equal(p, h));
+  CHECK(p.pin_memory().data_ptr() == p.data_ptr());  // already pinned: itself
+  const Tensor g = p.to(kGpu);                        // host -> device from pinned memory
+  CHECK(equal(g.cpu(), h));
+  Tensor back = zeros({300, 37}).pin_memory();
+  back.copy_(g * 2);                                  // device -> pinned host
+  CHECK(back.is_pinned());
+  CHECK(equal(back, h * 2));
+  const Tensor strided = h.t().pin_memory();          // a strided source is made contiguous
+  CHECK(strided.is_contiguous());
+  CHECK(equal(strided, h.t()));
+  CHECK(zeros({0, 3}).pin_memory().numel() == 0);
+  CHECK_FALSE(g.is_pinned());
+  CHECK_THROWS_WITH_AS(g.pin_memory(), doctest::Contains("pin_memory: only CPU tensors can be pinned, got a tensor on cuda:0"),
+                       Error);
+}
+
 TEST_CASE("bad input on the GPU path") {
   const Tensor g = ones({4}, kGpu), c = ones({4});
   CHECK_THROWS_WITH_AS(add(c, g), doctest::Contains("add: expected all tensors to be on the same device"), Error);

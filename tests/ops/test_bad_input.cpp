@@ -162,3 +162,10 @@ TEST_CASE("a failed call leaves the caller's tensors and modules as they were") 
     CHECK(p.to_vector<float>() == params[i++]);
   }
 }
+
+TEST_CASE("pin_memory without a GPU says why") {
+  CHECK_FALSE(ones({2}).is_pinned());
+  if (!cuda::is_available()) {
+    CHECK_THROWS_WITH_AS(ones({2}).pin_memory(), doctest::Contains("pin_memory: "), Error);
+  }
+}
