@@ -35,29 +35,13 @@ struct LayerNormArgs {
   bool vec;  // every row of in and out, weight and bias 16-byte aligned
 };
 
-/// Sum of a row's elements.
-template <typename T>
-struct RowSum {
-  acc_t<T> s;
-  __device__ __forceinline__ void operator()(const RowVec<T>& v, int64_t, int count) {
-#pragma unroll
-    for (int k = 0; k < kRowVec<T>; ++k)
-      if (k < count) s += widen(v.v[k]);
-  }
-};
-
-/// Sum of (x - mean)^2 over a row's elements.
-template <typename T>
-struct RowSquares {
-  acc_t<T> mean, s;
-  __device__ __forceinline__ void operator()(const RowVec<T>& v, int64_t, int count) {
-#pragma unroll
-    for (int k = 0; k < kRowVec<T>; ++k) {
-      if (k < count) {
-        const acc_t<T> c = widen(v.v[k]) - mean;
-        s += c * c;
-      }
-    }
+/// One step of the variance pass: s + (x - mean)^2.
+template <typename A>
+struct AddSquaredDeviation {
+  A mean;
+  __device__ __forceinline__ A operator()(A s, A x) const {
+    const A c = x - mean;
+    return s + c * c;
   }
 };
 
@@ -109,9 +93,9 @@ template <int U, typename T, bool kWarp>
 __device__ __forceinline__ void normalize_row(const LayerNormArgs<T>& a, const T* src, bool vec, int64_t row,
                                               acc_t<T> mean, const RowGroup& g, acc_t<T>* scratch) {
   using A = acc_t<T>;
-  RowSquares<T> sq{mean, A(0)};
+  RowFold<T, AddSquaredDeviation<A>> sq{A(0), {mean}};
   visit_row<U>(src, a.n, 1, vec, g.tid, g.size, sq);
-  const A var = group_reduce<kWarp>(sq.s, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
+  const A var = group_reduce<kWarp>(sq.acc, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
   const A rstd = A(1) / acc_sqrt(var + a.eps);
   if (g.tid == 0) {
     a.mean[row] = static_cast<float>(mean);
@@ -133,11 +117,11 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : kRowBlockMax, kWarp 
   T* cache = reinterpret_cast<T*>(smem_raw) + static_cast<int64_t>(g.slot) * a.slice;
   for (int64_t row = g.first_row; row < a.rows; row += g.row_step) {
     group_sync<kWarp>();  // the previous row's cache reads are done
-    RowSum<T> sum{A(0)};
-    CacheStore<T, RowSum<T>> store{cache, sum};
+    RowFold<T, SumOp> sum{A(0), {}};
+    CacheStore<T, RowFold<T, SumOp>> store{cache, sum};
     visit_row(a.in + row * a.n, a.n, 1, a.vec, g.tid, g.size, store);
     group_sync<kWarp>();
-    const A mean = group_reduce<kWarp>(sum.s, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
+    const A mean = group_reduce<kWarp>(sum.acc, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
     normalize_row<kFromCache, T, kWarp>(a, cache, true, row, mean, g, scratch);
   }
 }
@@ -150,9 +134,9 @@ __global__ void __launch_bounds__(kRowBlockMax) layer_norm_uncached_kernel(Layer
   const RowGroup g = row_group<false>();
   for (int64_t row = g.first_row; row < a.rows; row += g.row_step) {
     const T* src = a.in + row * a.n;
-    RowSum<T> sum{A(0)};
+    RowFold<T, SumOp> sum{A(0), {}};
     visit_row(src, a.n, 1, a.vec, g.tid, g.size, sum);
-    const A mean = group_reduce<false>(sum.s, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
+    const A mean = group_reduce<false>(sum.acc, SumOp{}, A(0), scratch) / static_cast<A>(a.n);
     normalize_row<2, T, false>(a, src, a.vec, row, mean, g, scratch);
   }
 }

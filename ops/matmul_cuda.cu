@@ -41,10 +41,6 @@ namespace kiln::cuda_kernels {
 
 namespace {
 
-// cuBLASLt takes a zero batch stride for A or B as a broadcast (NVIDIA's MatX relies on it).
-// Were that ever wrong, turning this off moves such batches into the host loop instead.
-constexpr bool kLtZeroBatchStride = true;
-
 // ---- describing the problem --------------------------------------------------------------
 
 /// A strided rows x cols matrix (strides in elements).
@@ -110,8 +106,8 @@ struct Problem {
   Batches batches;
 };
 
-/// The problem of out = a @ b; `for_lt` shapes it for cuBLASLt (batch folding, and the
-/// zero-batch-stride policy), otherwise it is for the tiled kernel, which takes anything.
+/// The problem of out = a @ b; `for_lt` shapes it for cuBLASLt (folds a broadcast weight's
+/// batch into M), otherwise it is for the tiled kernel, which takes anything.
 Problem describe(const Tensor& out, const Tensor& a, const Tensor& b, bool for_lt) {
   const size_t nb = static_cast<size_t>(out.dim() - 2);
   Problem p;
@@ -150,13 +146,11 @@ Problem describe(const Tensor& out, const Tensor& a, const Tensor& b, bool for_l
     }
   }
   if (nd > 0) {
-    const std::array<int64_t, 3>& st = dims.strides[nd - 1];
-    const bool zero = st[1] == 0 || st[2] == 0;
-    if (kLtZeroBatchStride || !for_lt || !zero) {
-      p.batches.count = dims.sizes[nd - 1];
-      p.batches.stride = st;
-      --nd;
-    }
+    // The innermost batch dim is cuBLASLt's strided batch; a zero batch stride of a or b is
+    // a broadcast, which cuBLASLt takes as it is (tests/cuda/test_gemm.cpp covers it).
+    p.batches.count = dims.sizes[nd - 1];
+    p.batches.stride = dims.strides[nd - 1];
+    --nd;
   }
   for (size_t d = 0; d < nd; ++d) {
     p.batches.outer_sizes.push_back(dims.sizes[d]);

@@ -497,8 +497,15 @@ void reduce_cuda(ReduceOp op, const Tensor& out, const Tensor& in, int64_t reduc
         else break;
       case ReduceOp::Max: return launch<K, ReduceOp::Max>(name, out, in, lay, false);
       case ReduceOp::Min: return launch<K, ReduceOp::Min>(name, out, in, lay, false);
-      case ReduceOp::ArgMax: return launch<K, ReduceOp::ArgMax>(name, out, in, lay, false);
-      case ReduceOp::ArgMin: return launch<K, ReduceOp::ArgMin>(name, out, in, lay, false);
+      case ReduceOp::ArgMax:
+      case ReduceOp::ArgMin:
+        // The op layer refuses bool argmax/argmin: no kernels for them.
+        if constexpr (!std::is_same_v<K, bool>) {
+          if (op == ReduceOp::ArgMax) return launch<K, ReduceOp::ArgMax>(name, out, in, lay, false);
+          return launch<K, ReduceOp::ArgMin>(name, out, in, lay, false);
+        } else {
+          break;
+        }
     }
     KILN_INTERNAL_ASSERT(false, "{} reached the CUDA kernel with dtype {}", name, in.dtype());
   });

@@ -55,26 +55,11 @@ struct MaxOp {
   __device__ __forceinline__ A operator()(A a, A b) const { return fmax(a, b); }  // NaN ignored, as on the CPU
 };
 
-/// Running max of a row's elements.
-template <typename T>
-struct RowMax {
-  acc_t<T> m;
-  __device__ __forceinline__ void operator()(const RowVec<T>& v, int64_t, int count) {
-#pragma unroll
-    for (int k = 0; k < kRowVec<T>; ++k)
-      if (k < count) m = fmax(m, widen(v.v[k]));
-  }
-};
-
-/// Sum of exp(x - m) over a row's elements.
-template <typename T>
-struct RowSumExp {
-  acc_t<T> m, s;
-  __device__ __forceinline__ void operator()(const RowVec<T>& v, int64_t, int count) {
-#pragma unroll
-    for (int k = 0; k < kRowVec<T>; ++k)
-      if (k < count) s += acc_exp(widen(v.v[k]) - m);
-  }
+/// One step of the sum of exponentials: s + exp(x - m).
+template <typename A>
+struct AddExpShifted {
+  A m;
+  __device__ __forceinline__ A operator()(A s, A x) const { return s + acc_exp(x - m); }
 };
 
 /// A running (max, sum of exp(x - max)) pair: the online softmax statistic.
@@ -179,15 +164,15 @@ __global__ void __launch_bounds__(kWarp ? kWarpRowThreads : kRowBlockMax, kWarp 
     int64_t off[2];
     row_offsets(a.rows_idx, row, off);
     group_sync<kWarp>();  // the previous row's cache reads are done
-    RowMax<T> mx{kNegInf};
-    CacheStore<T, RowMax<T>> store{cache, mx};
+    RowFold<T, MaxOp<A>> mx{kNegInf, {}};
+    CacheStore<T, RowFold<T, MaxOp<A>>> store{cache, mx};
     visit_row(in + off[0], a.n, a.in_step, a.vec_in, g.tid, g.size, store);
     group_sync<kWarp>();
-    A m = group_reduce<kWarp>(mx.m, MaxOp<A>{}, kNegInf, scratch);
+    A m = group_reduce<kWarp>(mx.acc, MaxOp<A>{}, kNegInf, scratch);
     if (m == kNegInf) m = A(0);  // an all -inf row: exp(x - 0) = 0 everywhere
-    RowSumExp<T> se{m, A(0)};
+    RowFold<T, AddExpShifted<A>> se{A(0), {m}};
     visit_row<kFromCache>(cache, a.n, 1, true, g.tid, g.size, se);
-    const A s = group_reduce<kWarp>(se.s, SumOp{}, A(0), scratch);
+    const A s = group_reduce<kWarp>(se.acc, SumOp{}, A(0), scratch);
     RowWrite<T> w = row_writer<T>(a, out + off[1], m, s);
     visit_row<kFromCache>(cache, a.n, 1, true, g.tid, g.size, w);
   }

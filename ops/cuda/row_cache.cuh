@@ -197,4 +197,18 @@ struct SumOp {
   }
 };
 
+/// A visitor that folds a row's visited elements into `acc` with acc = step(acc, x), x
+/// widened to acc_t<T>: the statistics passes of the row kernels (a sum, a max, a sum of
+/// squared deviations or of shifted exponentials).
+template <typename T, typename Step>
+struct RowFold {
+  acc_t<T> acc;
+  Step step;
+  __device__ __forceinline__ void operator()(const RowVec<T>& v, int64_t, int count) {
+#pragma unroll
+    for (int k = 0; k < kRowVec<T>; ++k)
+      if (k < count) acc = step(acc, widen(v.v[k]));
+  }
+};
+
 }  // namespace kiln::cuda_kernels
