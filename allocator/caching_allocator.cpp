@@ -15,8 +15,8 @@ namespace kiln {
 CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, AllocatorConfig config)
     : source_(std::move(source)),
       config_(config),
-      small_pool_(std::make_unique<BlockPool>(true, nullptr, &node_memory_)),
-      large_pool_(std::make_unique<BlockPool>(false, nullptr, &node_memory_)),
+      small_pool_(std::make_unique<BlockPool>(this, true, nullptr, &node_memory_)),
+      large_pool_(std::make_unique<BlockPool>(this, false, nullptr, &node_memory_)),
       allocated_(&node_memory_) {
   KILN_INTERNAL_ASSERT(source_ != nullptr);
 }
@@ -80,6 +80,12 @@ bool CachingAllocator::is_whole_segment(const Block* block) const {
 void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) {
   if (bytes == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
+  Block* block = allocate_block(bytes, stream, op);
+  allocated_.emplace(block->ptr, block);
+  return reinterpret_cast<void*>(block->ptr);
+}
+
+CachingAllocator::Block* CachingAllocator::allocate_block(size_t bytes, StreamId stream, const char* op) {
   KILN_CHECK(bytes <= std::numeric_limits<size_t>::max() - kRoundLarge, "{}: cannot allocate {} bytes (size overflows)",
              op, bytes);
   process_events();
@@ -105,7 +111,6 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) 
 
   block->allocated = true;
   block->requested = bytes;
-  allocated_.emplace(block->ptr, block);
   const auto idx = static_cast<StatPool>(pool_index(*block->pool));
   stats_.allocation.increase(idx, 1);
   stats_.allocated_bytes.increase(idx, static_cast<int64_t>(block->size));
@@ -114,23 +119,32 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) 
   stats_.requested_bytes.increase(idx, static_cast<int64_t>(bytes));
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
   record(TraceAction::Alloc, block->ptr, bytes, stream);  // the size asked for, as PyTorch records it
-  return reinterpret_cast<void*>(block->ptr);
+  return block;
 }
 
-namespace {
-void free_from_data_ptr(void* context, void* data) {
-  try {
-    static_cast<CachingAllocator*>(context)->free(data);
-  } catch (...) {
-    // Runs from a destructor: a DataPtr only ever frees its own live block, so there is
-    // nothing to report here that could be acted on.
-  }
-}
-}  // namespace
-
+// A DataPtr carries its Block (whose pool knows the allocator) instead of the address, so
+// the free that ends a tensor's life needs no lookup: allocated_ holds only the blocks of
+// raw allocate() calls, which free(ptr) must find by address.
 DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const char* op) {
-  void* p = allocate(bytes, stream, op);
-  return DataPtr(p, this, p == nullptr ? nullptr : &free_from_data_ptr);
+  if (bytes == 0) return DataPtr();
+  Block* block;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    block = allocate_block(bytes, stream, op);
+  }
+  return DataPtr(reinterpret_cast<void*>(block->ptr), block, &free_data_block);
+}
+
+void CachingAllocator::free_data_block(void* context, void* /*data*/) {
+  auto* block = static_cast<Block*>(context);
+  CachingAllocator& self = *block->pool->allocator;
+  std::lock_guard<std::mutex> lock(self.mutex_);
+  try {
+    self.release_block(block);
+  } catch (...) {
+    // Runs from a destructor: a DataPtr only ever frees its own live block, and a failure
+    // to record a stream event here has nowhere to be reported.
+  }
 }
 
 CachingAllocator::Block* CachingAllocator::take_free_block(BlockPool& pool, StreamId stream, size_t size) {
@@ -211,6 +225,10 @@ void CachingAllocator::free(void* ptr) {
              ptr, source_->device_name());
   Block* block = it->second;
   allocated_.erase(it);
+  release_block(block);
+}
+
+void CachingAllocator::release_block(Block* block) {
   block->allocated = false;
   const auto idx = static_cast<StatPool>(pool_index(*block->pool));
   stats_.allocation.decrease(idx, 1);
@@ -276,14 +294,24 @@ void CachingAllocator::free_block(Block* block) {
 
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = allocated_.find(reinterpret_cast<uintptr_t>(ptr));
-  KILN_CHECK(it != allocated_.end(), "record_stream: {} is not a live allocation of the {} caching allocator", ptr,
+  Block* block = find_live_block(reinterpret_cast<uintptr_t>(ptr));
+  KILN_CHECK(block != nullptr, "record_stream: {} is not a live allocation of the {} caching allocator", ptr,
              source_->device_name());
-  Block* block = it->second;
   if (stream == block->stream) return;  // its own stream orders its reuse already
   for (StreamId s : block->stream_uses)
     if (s == stream) return;
   block->stream_uses.push_back(stream);
+}
+
+CachingAllocator::Block* CachingAllocator::find_live_block(uintptr_t address) const {
+  if (const auto it = allocated_.find(address); it != allocated_.end()) return it->second;
+  // A tensor's block: walk the segment that holds the address (rare: record_stream only).
+  auto seg = segments_.upper_bound(address);
+  if (seg == segments_.begin()) return nullptr;
+  --seg;
+  for (Block* b = seg->second; b != nullptr && b->ptr <= address; b = b->next)
+    if (b->ptr == address) return b->allocated ? b : nullptr;
+  return nullptr;
 }
 
 void CachingAllocator::insert_events(Block* block) {

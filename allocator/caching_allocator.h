@@ -108,6 +108,10 @@ class CachingAllocator {
   };
 
   static size_t round_size(size_t bytes);
+  Block* allocate_block(size_t bytes, StreamId stream, const char* op);  // mutex held
+  void release_block(Block* block);                                      // mutex held
+  Block* find_live_block(uintptr_t address) const;                      // mutex held
+  static void free_data_block(void* context, void* data);               // a DataPtr's deleter
   static size_t segment_size_for(size_t size);
   BlockPool& pool_for(size_t size, StreamId stream);
   Block* take_free_block(BlockPool& pool, StreamId stream, size_t size);
@@ -139,7 +143,7 @@ class CachingAllocator {
   NodeFreeList node_memory_;
   std::unique_ptr<BlockPool> small_pool_;
   std::unique_ptr<BlockPool> large_pool_;
-  std::pmr::unordered_map<uintptr_t, Block*> allocated_;
+  std::pmr::unordered_map<uintptr_t, Block*> allocated_;  // blocks of raw allocate() calls
   std::map<uintptr_t, Block*> segments_;  // segment base -> its first block
   std::vector<PendingEvent> pending_events_;
   std::vector<Block*> spare_blocks_;

@@ -33,8 +33,9 @@ struct CachingAllocator::Block {
 
 /// The free blocks of one pool, ordered for best-fit search.
 struct CachingAllocator::BlockPool {
-  BlockPool(bool small, PrivatePool* owner_pool, std::pmr::memory_resource* memory)
-      : blocks(memory), is_small(small), owner(owner_pool) {}
+  BlockPool(CachingAllocator* owning_allocator, bool small, PrivatePool* owner_pool, std::pmr::memory_resource* memory)
+      : allocator(owning_allocator), blocks(memory), is_small(small), owner(owner_pool) {}
+  CachingAllocator* allocator;  // for a DataPtr's free, which only has the block
   std::pmr::set<Block*, BlockOrder> blocks;
   bool is_small;
   PrivatePool* owner;  // null for the default pools
@@ -42,8 +43,8 @@ struct CachingAllocator::BlockPool {
 
 /// A pool of its own for allocations made during a CUDA Graph capture.
 struct CachingAllocator::PrivatePool {
-  PrivatePool(MemPoolId pool_id, std::pmr::memory_resource* memory)
-      : id(pool_id), small(true, this, memory), large(false, this, memory) {}
+  PrivatePool(CachingAllocator* allocator, MemPoolId pool_id, std::pmr::memory_resource* memory)
+      : id(pool_id), small(allocator, true, this, memory), large(allocator, false, this, memory) {}
   MemPoolId id;
   BlockPool small;
   BlockPool large;

@@ -105,7 +105,7 @@ void CachingAllocator::record_history(bool enabled, size_t max_entries) {
 MemPoolId CachingAllocator::create_pool() {
   std::lock_guard<std::mutex> lock(mutex_);
   const MemPoolId id = next_pool_id_++;
-  private_pools_.emplace(id, std::make_unique<PrivatePool>(id, &node_memory_));
+  private_pools_.emplace(id, std::make_unique<PrivatePool>(this, id, &node_memory_));
   return id;
 }
 

@@ -44,7 +44,30 @@ DType compute_dtype(const char* name, BinaryOp op, DType promoted, const Scalar&
 }
 }  // namespace
 
+namespace {
+// The eager fast path: two defined floating tensors of one dtype, device and shape under
+// +, -, * or / with a non-bool alpha. Every check of the general path passes for them, the
+// promoted dtype is theirs, and neither operand needs a cast or a broadcast view, so the
+// kernel gets them as they are: no dtype arithmetic and no handle copies (each copy is an
+// atomic reference-count update) on the way to the most common op call.
+bool fast_path_applies(BinaryOp op, const Operand& a, const Operand& b, const Scalar& alpha) {
+  if (op > BinaryOp::Div || a.tensor == nullptr || b.tensor == nullptr || alpha.is_bool()) return false;
+  const Tensor& ta = *a.tensor;
+  const Tensor& tb = *b.tensor;
+  return ta.defined() && tb.defined() && ta.dtype() == tb.dtype() && is_floating(ta.dtype()) &&
+         ta.device() == tb.device() && ta.sizes() == tb.sizes();
+}
+}  // namespace
+
 Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand& b, const Scalar& alpha) {
+  if (fast_path_applies(op, a, b, alpha)) {
+    const Tensor& ta = *a.tensor;
+    const Tensor& tb = *b.tensor;
+    OpScope scope(name, {&ta, &tb});
+    Tensor out = new_contiguous(ta.sizes(), ta.dtype(), ta.device(), name);
+    dispatch::binary_kernels.get(name, ta.device())(op, out, ta, tb, alpha);
+    return scope.output(out);
+  }
   KILN_INTERNAL_ASSERT(a.tensor || b.tensor, "{}: no tensor operand", name);
   if (a.tensor) check_defined(name, *a.tensor, "self");
   if (b.tensor) check_defined(name, *b.tensor, "other");

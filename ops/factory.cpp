@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "../tensor/make.h"
+#include "../tensor/object_pool.h"
 #include "../tensor/philox.h"
 #include "kernels.h"
 #include "op_scope.h"
@@ -183,7 +184,7 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOpt
   check_grad_options("from_blob", options);
   auto storage = wrap_storage(data, static_cast<size_t>(span) * element_size(options.dtype()), options.device(),
                               std::move(deleter));
-  Tensor out(std::make_shared<TensorImpl>(std::move(storage), options.dtype(), sizes, strides, 0));
+  Tensor out(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), options.dtype(), sizes, strides, 0));
   if (options.requires_grad()) out.requires_grad_(true);
   return out;
 }

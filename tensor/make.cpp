@@ -1,6 +1,8 @@
 // Contiguous allocation and raw views.
 #include "make.h"
 
+#include "object_pool.h"
+
 namespace kiln {
 
 Tensor new_contiguous(const Shape& sizes, DType dtype, Device device, const char* op) {
@@ -12,11 +14,11 @@ Tensor new_contiguous(const Shape& sizes, DType dtype, Device device, const char
   }
   const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);
   auto storage = allocate_storage(nbytes, device, op);
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
+  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
 }
 
 Tensor new_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.unsafe_impl()->storage(), base.dtype(), std::move(sizes),
+  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), base.unsafe_impl()->storage(), base.dtype(), std::move(sizes),
                                              std::move(strides), offset));
 }
 

@@ -36,7 +36,7 @@ bool strides_are_contiguous(const Shape& sizes, const Shape& strides) {
   return true;
 }
 
-std::string shape_str(const Shape& sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+std::string shape_str(std::span<const int64_t> sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   const int64_t n = std::max<int64_t>(ndim, 1);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "tensor_impl.h"
@@ -20,8 +21,10 @@ Shape contiguous_strides(const Shape& sizes);
 /// True when `strides` describe a dense row-major layout of `sizes` (size-1 dims ignored).
 bool strides_are_contiguous(const Shape& sizes, const Shape& strides);
 
-/// "[2, 3]": how shapes appear in error messages and printouts.
-std::string shape_str(const Shape& sizes);
+/// "[2, 3]": how shapes (or any list of dims) appear in error messages and printouts.
+std::string shape_str(std::span<const int64_t> sizes);
+/// shape_str for a Shape (also written as a braced list: shape_str({2, 3})).
+inline std::string shape_str(const Shape& sizes) { return shape_str(std::span<const int64_t>(sizes)); }
 
 /// Maps a possibly negative dim into [0, ndim); throws "<op>: dim ... out of range" otherwise.
 /// A 0-dim tensor accepts dims -1 and 0, as in PyTorch.

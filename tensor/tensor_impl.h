@@ -11,12 +11,15 @@
 
 #include "../core/device.h"
 #include "dtype.h"
+#include "object_pool.h"
 #include "storage.h"
 
 namespace kiln {
 
-/// Sizes or strides of a tensor, outermost dimension first.
-using Shape = std::vector<int64_t>;
+/// Sizes or strides of a tensor, outermost dimension first: a std::vector whose memory
+/// comes from the per-thread object pool (object_pool.h), since every new tensor and view
+/// makes two of them.
+using Shape = std::vector<int64_t, PoolAllocator<int64_t>>;
 
 /// The state behind a Tensor handle. Views share `storage` and own their layout.
 class TensorImpl {

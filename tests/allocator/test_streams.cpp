@@ -179,3 +179,30 @@ TEST_CASE("record_stream on a pointer that is not a live allocation is an error"
                        doctest::Contains("is not a live allocation of the cpu caching allocator"), Error);
   CHECK(a.source->pending_events() == 0);
 }
+
+TEST_CASE("a tensor's block (allocate_data): found by record_stream, freed by its DataPtr, not by free()") {
+  TestAllocator a;
+  void* before = a->allocate(4 * kKiB, kS1);  // a raw neighbour in the same segment
+  {
+    DataPtr d = a->allocate_data(8 * kKiB, kS1, "test");
+    REQUIRE(d.get() == static_cast<char*>(before) + 4 * kKiB);
+    CHECK(a.current(&MemoryStats::allocation) == 2);
+    // free(ptr) is for raw allocations only: a tensor's memory goes back when its DataPtr dies.
+    CHECK_THROWS_WITH_AS(a->free(d.get()), doctest::Contains("is not a live allocation"), Error);
+    // record_stream finds the block by walking its segment; an address inside it is refused.
+    a->record_stream(d.get(), kS2);
+    CHECK_THROWS_WITH_AS(a->record_stream(static_cast<char*>(d.get()) + 512, kS2),
+                         doctest::Contains("record_stream: "), Error);
+  }
+  // The DataPtr's free waits for stream 2's event, exactly like a raw free after record_stream.
+  CHECK(a.current(&MemoryStats::allocation) == 1);
+  CHECK(a.source->pending_events() == 1);
+  CHECK(block_at(*a.allocator, static_cast<char*>(before) + 4 * kKiB).state == BlockState::AwaitingFree);
+  a.source->complete_all_events();
+  void* again = a->allocate(8 * kKiB, kS1);
+  CHECK(again == static_cast<char*>(before) + 4 * kKiB);
+  a->free(again);
+  a->free(before);
+  CHECK(a.current(&MemoryStats::active) == 0);
+  CHECK(a.current(&MemoryStats::inactive_split) == 0);
+}

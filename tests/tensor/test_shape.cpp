@@ -31,7 +31,7 @@ TEST_CASE("shape_numel and shape_str") {
   CHECK(shape_numel({7}) == 7);
   CHECK(shape_numel({2, 3, 4}) == 24);
   CHECK(shape_numel({2, 0, 3}) == 0);
-  CHECK(shape_str({}) == "[]");
+  CHECK(shape_str(Shape{}) == "[]");
   CHECK(shape_str({5}) == "[5]");
   CHECK(shape_str({2, 3}) == "[2, 3]");
   CHECK(shape_str({-1, 0}) == "[-1, 0]");
