@@ -20,6 +20,9 @@ struct AllocatorConfig {
   double garbage_collection_threshold = 0.0;
   /// False: no caching; each allocation gets its own segment, released on free.
   bool caching = true;
+  /// False: merge every freed block at once instead of deferring the merge of the latest
+  /// one (same results either way; the tests compare the two). Not an environment option.
+  bool defer_merges = true;
 };
 
 /// Parses KILN_ALLOC_CONF and KILN_NO_CACHING values (either may be empty); throws

@@ -22,7 +22,7 @@ CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, Alloca
 }
 
 CachingAllocator::~CachingAllocator() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AllocatorLock> lock(mutex_);
   for (const PendingEvent& pe : pending_events_) source_->destroy_event(pe.event);
   for (auto& [base, head] : segments_) {
     size_t total = 0;
@@ -79,8 +79,9 @@ bool CachingAllocator::is_whole_segment(const Block* block) const {
 
 void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) {
   if (bytes == 0) return nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
-  Block* block = allocate_block(bytes, stream, op);
+  std::lock_guard<AllocatorLock> lock(mutex_);
+  Block* block = take_deferred(bytes, stream);
+  if (block == nullptr) block = allocate_block(bytes, stream, op);
   allocated_.emplace(block->ptr, block);
   return reinterpret_cast<void*>(block->ptr);
 }
@@ -88,7 +89,8 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) 
 CachingAllocator::Block* CachingAllocator::allocate_block(size_t bytes, StreamId stream, const char* op) {
   KILN_CHECK(bytes <= std::numeric_limits<size_t>::max() - kRoundLarge, "{}: cannot allocate {} bytes (size overflows)",
              op, bytes);
-  process_events();
+  flush_deferred();
+  process_events();  // flushes what it defers
   const size_t size = round_size(bytes);
   BlockPool& pool = pool_for(size, stream);
   Block* block = config_.caching ? take_free_block(pool, stream, size) : nullptr;
@@ -108,7 +110,11 @@ CachingAllocator::Block* CachingAllocator::allocate_block(size_t bytes, StreamId
     if (block == nullptr) throw_oom(op, bytes, size, stream);
   }
   if (should_split(block, size)) split(block, size);
+  finish_allocation(block, bytes, stream);
+  return block;
+}
 
+void CachingAllocator::finish_allocation(Block* block, size_t bytes, StreamId stream) {
   block->allocated = true;
   block->requested = bytes;
   const auto idx = static_cast<StatPool>(pool_index(*block->pool));
@@ -119,7 +125,6 @@ CachingAllocator::Block* CachingAllocator::allocate_block(size_t bytes, StreamId
   stats_.requested_bytes.increase(idx, static_cast<int64_t>(bytes));
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
   record(TraceAction::Alloc, block->ptr, bytes, stream);  // the size asked for, as PyTorch records it
-  return block;
 }
 
 // A DataPtr carries its Block (whose pool knows the allocator) instead of the address, so
@@ -129,8 +134,9 @@ DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const cha
   if (bytes == 0) return DataPtr();
   Block* block;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    block = allocate_block(bytes, stream, op);
+    std::lock_guard<AllocatorLock> lock(mutex_);
+    block = take_deferred(bytes, stream);
+    if (block == nullptr) block = allocate_block(bytes, stream, op);
   }
   return DataPtr(reinterpret_cast<void*>(block->ptr), block, &free_data_block);
 }
@@ -138,7 +144,7 @@ DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const cha
 void CachingAllocator::free_data_block(void* context, void* /*data*/) {
   auto* block = static_cast<Block*>(context);
   CachingAllocator& self = *block->pool->allocator;
-  std::lock_guard<std::mutex> lock(self.mutex_);
+  std::lock_guard<AllocatorLock> lock(self.mutex_);
   try {
     self.release_block(block);
   } catch (...) {
@@ -219,7 +225,7 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size) {
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AllocatorLock> lock(mutex_);
   const auto it = allocated_.find(reinterpret_cast<uintptr_t>(ptr));
   KILN_CHECK(it != allocated_.end(), "free: {} is not a live allocation of the {} caching allocator (freed twice?)",
              ptr, source_->device_name());
@@ -253,47 +259,134 @@ void CachingAllocator::merge_into(Block* dst, Block* src) {
   recycle_block(src);
 }
 
+bool CachingAllocator::is_mergeable(const Block* block) {
+  return block != nullptr && !block->allocated && block->event_count == 0;
+}
+
 void CachingAllocator::free_block(Block* block) {
+  flush_deferred();  // at most one block waits for its merge
   BlockPool& pool = *block->pool;
   const auto idx = static_cast<StatPool>(pool_index(pool));
   record(TraceAction::FreeCompleted, block->ptr, block->size, block->stream);  // the block as freed, before merging
   stats_.active.decrease(idx, 1);
   stats_.active_bytes.decrease(idx, static_cast<int64_t>(block->size));
-  // Free neighbours were counted as inactive split blocks; merging removes them from it.
+  // Free neighbours were counted as inactive split blocks; the merged block replaces them.
+  Block* prev = is_mergeable(block->prev) ? block->prev : nullptr;
+  Block* next = is_mergeable(block->next) ? block->next : nullptr;
   int64_t net_blocks = 0, net_bytes = 0;
-  auto mergeable = [](const Block* b) { return b != nullptr && !b->allocated && b->event_count == 0; };
-  if (mergeable(block->prev)) {
-    Block* prev = block->prev;
-    pool.blocks.erase(prev);
+  size_t merged_size = block->size;
+  for (Block* n : {prev, next}) {
+    if (n == nullptr) continue;
     net_blocks -= 1;
-    net_bytes -= static_cast<int64_t>(prev->size);
-    merge_into(prev, block);
-    block = prev;
+    net_bytes -= static_cast<int64_t>(n->size);
+    merged_size += n->size;
   }
-  if (mergeable(block->next)) {
-    Block* next = block->next;
-    pool.blocks.erase(next);
-    net_blocks -= 1;
-    net_bytes -= static_cast<int64_t>(next->size);
-    merge_into(block, next);
-  }
-  block->last_used = ++use_tick_;
-  pool.blocks.insert(block);
-  if (block->is_split()) {
+  const bool merged_is_split = (prev != nullptr ? prev->prev : block->prev) != nullptr ||
+                               (next != nullptr ? next->next : block->next) != nullptr;
+  if (merged_is_split) {
     net_blocks += 1;
-    net_bytes += static_cast<int64_t>(block->size);
+    net_bytes += static_cast<int64_t>(merged_size);
   }
   if (net_blocks > 0) stats_.inactive_split.increase(idx, net_blocks);
   if (net_blocks < 0) stats_.inactive_split.decrease(idx, -net_blocks);
   if (net_bytes > 0) stats_.inactive_split_bytes.increase(idx, net_bytes);
   if (net_bytes < 0) stats_.inactive_split_bytes.decrease(idx, -net_bytes);
+  const uint64_t tick = ++use_tick_;
 
   const bool pool_released = pool.owner != nullptr && pool.owner->released;
-  if (is_whole_segment(block) && (!config_.caching || pool_released)) release_segment(block);
+  const bool releases = !merged_is_split && (!config_.caching || pool_released);
+  if (prev == nullptr && merged_is_split && config_.caching && config_.defer_merges) {
+    // Defer the merge (see flush_deferred): the next request of this size on this stream
+    // takes the block straight back, and the merge and re-split cancel out. (A block that
+    // would merge into a whole segment is never deferred: releasing cached segments must
+    // find it in its pool.)
+    block->last_used = tick;
+    deferred_ = block;
+    deferred_next_ = next;
+    return;
+  }
+  merge_free_block(block, prev, next, tick);
+  if (releases) release_segment(prev != nullptr ? prev : block);
+}
+
+void CachingAllocator::merge_free_block(Block* block, Block* prev, Block* next, uint64_t tick) {
+  BlockPool& pool = *block->pool;
+  if (prev != nullptr) {
+    pool.blocks.erase(prev);
+    merge_into(prev, block);
+    block = prev;
+  }
+  if (next != nullptr) {
+    pool.blocks.erase(next);
+    merge_into(block, next);
+  }
+  block->last_used = tick;
+  pool.blocks.insert(block);
+}
+
+// A freed block whose lower neighbour is in use waits here, unmerged and outside its pool's
+// free set, while its statistics already read as merged. Every other operation flushes it
+// first, so nothing else ever sees the difference. The common eager pattern, "free a
+// tensor, then allocate one of the same size on the same stream", then costs no free-set
+// updates at all: take_deferred hands the block back exactly when the allocator would have
+// chosen the merged block and split it at the same place.
+void CachingAllocator::flush_deferred() {
+  Block* block = deferred_;
+  if (block == nullptr) return;
+  deferred_ = nullptr;
+  // The neighbour as it was at the free: the block being freed now (free_block flushes
+  // first) may already look free, but was in use when this one was freed.
+  merge_free_block(block, nullptr, deferred_next_, block->last_used);
+}
+
+CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId stream) {
+  Block* block = deferred_;
+  if (block == nullptr || block->stream != stream || !pending_events_.empty() || !config_.caching || bytes == 0 ||
+      bytes > std::numeric_limits<size_t>::max() - kRoundLarge)
+    return nullptr;
+  const size_t size = round_size(bytes);
+  BlockPool& pool = pool_for(size, stream);
+  if (size != block->size || &pool != block->pool) return nullptr;
+  // The merged block the free would have made, and what allocate_block would do with it.
+  Block* next = deferred_next_;
+  const size_t merged_size = size + (next != nullptr ? next->size : 0);
+  if (size < config_.max_split_size && merged_size >= config_.max_split_size && merged_size > segment_size_for(size))
+    return nullptr;  // take_free_block's oversize rules (see there)
+  if (size >= config_.max_split_size && merged_size >= size + kLargeBuffer) return nullptr;
+  const size_t remaining = merged_size - size;
+  const bool splits = pool.is_small ? remaining >= kMinBlockSize : size < config_.max_split_size && remaining > kSmallSize;
+  if (splits != (next != nullptr)) return nullptr;  // it would split elsewhere, or keep the whole
+  // Best fit: the merged block must be the smallest free block of this stream that fits.
+  Block key;
+  key.stream = stream;
+  key.size = size;
+  key.ptr = 0;
+  auto it = pool.blocks.lower_bound(&key);
+  if (it != pool.blocks.end() && *it == next) ++it;  // merged into the block, in the allocator's eyes
+  if (it != pool.blocks.end() && (*it)->stream == stream) {
+    const Block* other = *it;
+    if (!(merged_size < other->size || (merged_size == other->size && block->ptr < other->ptr))) return nullptr;
+  }
+  deferred_ = nullptr;
+  ++deferred_reuses_;
+  // The statistics of taking the merged block and splitting the rest off again.
+  const auto idx = static_cast<StatPool>(pool_index(pool));
+  if (block->prev != nullptr || (next != nullptr ? next->next : block->next) != nullptr) {
+    stats_.inactive_split.decrease(idx, 1);
+    stats_.inactive_split_bytes.decrease(idx, static_cast<int64_t>(merged_size));
+  }
+  if (next != nullptr) {
+    stats_.inactive_split.increase(idx, 1);
+    stats_.inactive_split_bytes.increase(idx, static_cast<int64_t>(next->size));
+    next->last_used = block->last_used;  // the split-off rest inherits the merged block's tick
+  }
+  finish_allocation(block, bytes, stream);
+  return block;
 }
 
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AllocatorLock> lock(mutex_);
+  flush_deferred();
   Block* block = find_live_block(reinterpret_cast<uintptr_t>(ptr));
   KILN_CHECK(block != nullptr, "record_stream: {} is not a live allocation of the {} caching allocator", ptr,
              source_->device_name());
@@ -335,6 +428,7 @@ void CachingAllocator::process_events() {
     if (--pe.block->event_count == 0) free_block(pe.block);
   }
   pending_events_.resize(keep);
+  flush_deferred();  // callers go on to search or release the free blocks
 }
 
 void CachingAllocator::synchronize_pending_events() {
@@ -403,7 +497,8 @@ void CachingAllocator::garbage_collect(size_t about_to_allocate) {
 }
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AllocatorLock> lock(mutex_);
+  flush_deferred();
   // Like torch.cuda.empty_cache(): wait for the streams that still use freed blocks, so
   // those blocks are back in the cache and their segments can go too.
   synchronize_pending_events();

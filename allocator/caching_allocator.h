@@ -12,8 +12,8 @@
 // cached whole segment is released and the allocation retried once; after that the request
 // fails with an OutOfMemoryError that explains where the memory is.
 //
-// Thread-safe: one mutex guards all state. The segment source (host memory or CUDA) is the
-// only thing that talks to a device.
+// Thread-safe: one lock (allocator_lock.h) guards all state. The segment source (host memory
+// or CUDA) is the only thing that talks to a device.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "allocator_config.h"
+#include "allocator_lock.h"
 #include "data_ptr.h"
 #include "memory_snapshot.h"
 #include "node_free_list.h"
@@ -89,6 +90,9 @@ class CachingAllocator {
   /// freed; then the pool disappears.
   void release_pool(MemPoolId id);
 
+  /// Allocations served by taking back the latest freed block before its deferred merge (a
+  /// diagnostic: the results are those of merging at once, see flush_deferred).
+  uint64_t deferred_reuses() const;
   /// The configuration in force.
   const AllocatorConfig& config() const { return config_; }
   /// The segment source (for tests that drive events or capacity).
@@ -109,6 +113,11 @@ class CachingAllocator {
 
   static size_t round_size(size_t bytes);
   Block* allocate_block(size_t bytes, StreamId stream, const char* op);  // mutex held
+  void finish_allocation(Block* block, size_t bytes, StreamId stream);   // mutex held
+  Block* take_deferred(size_t bytes, StreamId stream);                   // mutex held
+  void flush_deferred();                                                  // mutex held
+  static bool is_mergeable(const Block* block);
+  void merge_free_block(Block* block, Block* prev, Block* next, uint64_t tick);
   void release_block(Block* block);                                      // mutex held
   Block* find_live_block(uintptr_t address) const;                      // mutex held
   static void free_data_block(void* context, void* data);               // a DataPtr's deleter
@@ -136,7 +145,7 @@ class CachingAllocator {
 
   std::unique_ptr<SegmentSource> source_;
   AllocatorConfig config_;
-  mutable std::mutex mutex_;
+  mutable AllocatorLock mutex_;
 
   // Node storage for the containers below: freed nodes are reused, so a cached
   // allocate/free pair touches no general-purpose heap.
@@ -147,6 +156,9 @@ class CachingAllocator {
   std::map<uintptr_t, Block*> segments_;  // segment base -> its first block
   std::vector<PendingEvent> pending_events_;
   std::vector<Block*> spare_blocks_;
+  Block* deferred_ = nullptr;       // a freed block whose merge is deferred (flush_deferred)
+  Block* deferred_next_ = nullptr;  // its free upper neighbour at the time, if any
+  uint64_t deferred_reuses_ = 0;
 
   std::map<MemPoolId, std::unique_ptr<PrivatePool>> private_pools_;
   std::vector<std::pair<StreamId, PrivatePool*>> capturing_;

@@ -27,6 +27,13 @@ def main(paths):
                      f"Kiln {r['kiln_add_us']:.2f} (floor {r['kiln_launch_floor_us']:.2f}, +{k:.2f}); "
                      f"LibTorch {r['libtorch_add_us']:.2f} (floor {r['libtorch_launch_floor_us']:.2f}, +{t:.2f}); "
                      f"ratio {k / t:.2f} (target <= 0.25: {verdict})"))
+    # The same op through both libraries in one process, against one floor.
+    f, kb, tb = (r.get(f"side_by_side_{x}") for x in ("floor_us", "kiln_add_us", "libtorch_add_us"))
+    if f is not None and kb is not None and tb is not None:
+        verdict = "met" if kb - f <= 0.25 * (tb - f) else "NOT met"
+        rows.append(("eager add, one process",
+                     f"floor {f:.2f}; Kiln {kb:.2f} (+{kb - f:.2f}); LibTorch {tb:.2f} (+{tb - f:.2f}); "
+                     f"ratio {(kb - f) / (tb - f):.2f} (target <= 0.25: {verdict})"))
 
     for dt in ("float32", "bfloat16"):
         kc, tc = r.get(f"kiln_copy_{dt}_gbs"), r.get(f"torch_copy_{dt}_gbs")

@@ -78,11 +78,20 @@ done
 "$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-  if cmake -S bench/libtorch -B "$BUILD-libtorch" -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix" > "$OUT/libtorch_configure.log" 2>&1 &&
+  # An install of this CUDA build lets the LibTorch project link Kiln too, for the
+  # one-process comparison (side_by_side_cuda_overhead).
+  cmake --install "$BUILD" --prefix "$PWD/$BUILD/install" > "$OUT/install.log" 2>&1
+  if cmake -S bench/libtorch -B "$BUILD-libtorch" -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix;$PWD/$BUILD/install" \
+       > "$OUT/libtorch_configure.log" 2>&1 &&
      cmake --build "$BUILD-libtorch" -j "$JOBS" > "$OUT/libtorch_build.log" 2>&1; then
     "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_dispatch_overhead" > "$OUT/cpu_dispatch_overhead_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_cuda_overhead" > "$OUT/cuda_overhead_libtorch.txt" 2>&1
+    if [[ -x "$BUILD-libtorch/side_by_side_cuda_overhead" ]]; then
+      "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
+    else
+      row "side-by-side overhead" "not built (no Kiln install found; see $OUT/libtorch_configure.log)"
+    fi
   else
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
   fi

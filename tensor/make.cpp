@@ -14,7 +14,8 @@ Tensor new_contiguous(const Shape& sizes, DType dtype, Device device, const char
   }
   const size_t nbytes = static_cast<size_t>(numel) * element_size(dtype);
   auto storage = allocate_storage(nbytes, device, op);
-  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
+  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), dtype, sizes,
+                                                 contiguous_strides(sizes), numel, ContiguousLayout{}));
 }
 
 Tensor new_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {

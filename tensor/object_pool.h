@@ -20,11 +20,53 @@ namespace detail {
 inline constexpr size_t kPoolGranule = 16;
 inline constexpr size_t kPoolMaxBytes = 256;
 inline constexpr size_t kPoolMaxCached = 256;
+inline constexpr size_t kPoolClasses = kPoolMaxBytes / kPoolGranule;
+
+struct PoolNode {
+  PoolNode* next;
+};
+enum class PoolState : unsigned char { Unused, Live, Gone };
+/// One thread's lists. Trivially destructible (so it stays readable, and is found Gone, in
+/// frees that run after the thread's exit handlers, e.g. of tensors in static objects) and
+/// constant-initialised (so reaching it is one thread-pointer-relative address).
+struct PoolLists {
+  PoolNode* heads[kPoolClasses];
+  unsigned short counts[kPoolClasses];
+  PoolState state;
+};
+inline thread_local PoolLists t_pool_lists{};
+
+/// The slow paths: first use on a thread, an empty list, a full list, a large request.
+void* pool_allocate_slow(size_t bytes);
+void pool_deallocate_slow(void* p, size_t bytes) noexcept;
 
 /// Memory of at least `bytes`, 16-byte aligned, from this thread's free list for its size.
-void* pool_allocate(size_t bytes);
+inline void* pool_allocate(size_t bytes) {
+  if (bytes - 1 < kPoolMaxBytes) [[likely]] {  // 1..256 (an empty list on an unused or finished thread falls through)
+    PoolLists& lists = t_pool_lists;
+    const size_t c = (bytes - 1) / kPoolGranule;
+    if (PoolNode* n = lists.heads[c]) [[likely]] {
+      lists.heads[c] = n->next;
+      --lists.counts[c];
+      return n;
+    }
+  }
+  return pool_allocate_slow(bytes);
+}
+
 /// Returns memory from pool_allocate(bytes) (allocated on any thread).
-void pool_deallocate(void* p, size_t bytes) noexcept;
+inline void pool_deallocate(void* p, size_t bytes) noexcept {
+  PoolLists& lists = t_pool_lists;
+  if (bytes - 1 < kPoolMaxBytes && lists.state == PoolState::Live && p != nullptr) [[likely]] {
+    const size_t c = (bytes - 1) / kPoolGranule;
+    if (lists.counts[c] < kPoolMaxCached) [[likely]] {
+      lists.heads[c] = new (p) PoolNode{lists.heads[c]};
+      ++lists.counts[c];
+      return;
+    }
+  }
+  pool_deallocate_slow(p, bytes);
+}
 }  // namespace detail
 
 /// A std::allocator replacement backed by the per-thread free lists (stateless).

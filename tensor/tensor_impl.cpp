@@ -14,6 +14,11 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape 
   refresh();
 }
 
+TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t numel,
+                       ContiguousLayout)
+    : storage_(std::move(storage)), dtype_(dtype), sizes_(std::move(sizes)), strides_(std::move(strides)), offset_(0),
+      numel_(numel), contiguous_(true) {}
+
 void TensorImpl::set_layout(Shape sizes, Shape strides, int64_t offset) {
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);

@@ -21,10 +21,17 @@ namespace kiln {
 /// makes two of them.
 using Shape = std::vector<int64_t, PoolAllocator<int64_t>>;
 
+/// Tag for TensorImpl's constructor of fresh contiguous tensors.
+struct ContiguousLayout {};
+
 /// The state behind a Tensor handle. Views share `storage` and own their layout.
 class TensorImpl {
  public:
   TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset);
+  /// A fresh contiguous tensor whose row-major `strides` and element count `numel` the
+  /// caller computed already (new_contiguous): nothing to recompute.
+  TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t numel,
+             ContiguousLayout);
 
   const std::shared_ptr<StorageImpl>& storage() const { return storage_; }
   const Shape& sizes() const { return sizes_; }

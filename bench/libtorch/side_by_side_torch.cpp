@@ -1,0 +1,33 @@
+// LibTorch's half of side_by_side_cuda_overhead (see side_by_side.h).
+#include <torch/torch.h>
+
+#include "bench_util.h"
+#include "side_by_side.h"
+
+namespace side_by_side {
+
+namespace {
+at::Tensor g_a, g_b;
+at::TensorOptions options() { return torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA, 0); }
+}  // namespace
+
+void torch_setup() {
+  g_a = torch::full({1}, 1.5f, options());
+  g_b = torch::full({1}, 2.25f, options());
+}
+
+void torch_add() {
+  at::Tensor r = at::add(g_a, g_b);
+  kiln::bench::do_not_optimize(r);
+}
+
+void torch_empty() {
+  at::Tensor t = at::empty({1}, options());
+  kiln::bench::do_not_optimize(t);
+}
+
+void torch_teardown() { g_a = g_b = at::Tensor(); }
+
+const char* torch_version() { return TORCH_VERSION; }
+
+}  // namespace side_by_side
