@@ -22,7 +22,7 @@ CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, Alloca
 }
 
 CachingAllocator::~CachingAllocator() {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   for (const PendingEvent& pe : pending_events_) source_->destroy_event(pe.event);
   for (auto& [base, head] : segments_) {
     size_t total = 0;
@@ -79,7 +79,7 @@ bool CachingAllocator::is_whole_segment(const Block* block) const {
 
 void* CachingAllocator::allocate(size_t bytes, StreamId stream, const char* op) {
   if (bytes == 0) return nullptr;
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   Block* block = take_deferred(bytes, stream);
   if (block == nullptr) block = allocate_block(bytes, stream, op);
   allocated_.emplace(block->ptr, block);
@@ -134,7 +134,7 @@ DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const cha
   if (bytes == 0) return DataPtr();
   Block* block;
   {
-    std::lock_guard<AllocatorLock> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     block = take_deferred(bytes, stream);
     if (block == nullptr) block = allocate_block(bytes, stream, op);
   }
@@ -144,7 +144,7 @@ DataPtr CachingAllocator::allocate_data(size_t bytes, StreamId stream, const cha
 void CachingAllocator::free_data_block(void* context, void* /*data*/) {
   auto* block = static_cast<Block*>(context);
   CachingAllocator& self = *block->pool->allocator;
-  std::lock_guard<AllocatorLock> lock(self.mutex_);
+  std::lock_guard<std::mutex> lock(self.mutex_);
   try {
     self.release_block(block);
   } catch (...) {
@@ -225,7 +225,7 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size) {
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   const auto it = allocated_.find(reinterpret_cast<uintptr_t>(ptr));
   KILN_CHECK(it != allocated_.end(), "free: {} is not a live allocation of the {} caching allocator (freed twice?)",
              ptr, source_->device_name());
@@ -385,7 +385,7 @@ CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId 
 }
 
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   Block* block = find_live_block(reinterpret_cast<uintptr_t>(ptr));
   KILN_CHECK(block != nullptr, "record_stream: {} is not a live allocation of the {} caching allocator", ptr,
@@ -497,7 +497,7 @@ void CachingAllocator::garbage_collect(size_t about_to_allocate) {
 }
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   // Like torch.cuda.empty_cache(): wait for the streams that still use freed blocks, so
   // those blocks are back in the cache and their segments can go too.

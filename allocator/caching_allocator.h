@@ -12,8 +12,8 @@
 // cached whole segment is released and the allocation retried once; after that the request
 // fails with an OutOfMemoryError that explains where the memory is.
 //
-// Thread-safe: one lock (allocator_lock.h) guards all state. The segment source (host memory
-// or CUDA) is the only thing that talks to a device.
+// Thread-safe: one mutex guards all state. The segment source (host memory or CUDA) is the
+// only thing that talks to a device.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +27,6 @@
 #include <vector>
 
 #include "allocator_config.h"
-#include "allocator_lock.h"
 #include "data_ptr.h"
 #include "memory_snapshot.h"
 #include "node_free_list.h"
@@ -145,7 +144,7 @@ class CachingAllocator {
 
   std::unique_ptr<SegmentSource> source_;
   AllocatorConfig config_;
-  mutable AllocatorLock mutex_;
+  mutable std::mutex mutex_;
 
   // Node storage for the containers below: freed nodes are reused, so a cached
   // allocate/free pair touches no general-purpose heap.

@@ -8,12 +8,12 @@
 namespace kiln {
 
 MemoryStats CachingAllocator::stats() const {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return stats_snapshot();
 }
 
 uint64_t CachingAllocator::deferred_reuses() const {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return deferred_reuses_;
 }
 
@@ -38,12 +38,12 @@ void for_each_stat(MemoryStats& s, F&& f) {
 }  // namespace
 
 void CachingAllocator::reset_peak_stats() {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   for_each_stat(stats_, [](Stat& s) { s.reset_peak(); });
 }
 
 void CachingAllocator::reset_accumulated_stats() {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   for_each_stat(stats_, [](Stat& s) { s.reset_accumulated(); });
   stats_.num_alloc_retries = 0;
   stats_.num_ooms = 0;
@@ -55,7 +55,7 @@ void CachingAllocator::reset_accumulated_stats() {
 MemorySnapshot CachingAllocator::snapshot() const {
   MemorySnapshot snap;
   snap.device = source_->device_name();
-  std::lock_guard<AllocatorLock> lock(mutex_);  // statistics and segments from one moment
+  std::lock_guard<std::mutex> lock(mutex_);  // statistics and segments from one moment
   // A deferred merge is bookkeeping only (its statistics already count it): complete it so
   // the blocks read as merged.
   const_cast<CachingAllocator*>(this)->flush_deferred();
@@ -100,7 +100,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
 }
 
 void CachingAllocator::record_history(bool enabled, size_t max_entries) {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   if (enabled) {
     KILN_CHECK(max_entries > 0, "record_memory_history: max_entries must be positive");
@@ -112,7 +112,7 @@ void CachingAllocator::record_history(bool enabled, size_t max_entries) {
 }
 
 MemPoolId CachingAllocator::create_pool() {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   const MemPoolId id = next_pool_id_++;
   private_pools_.emplace(id, std::make_unique<PrivatePool>(this, id, &node_memory_));
@@ -120,7 +120,7 @@ MemPoolId CachingAllocator::create_pool() {
 }
 
 void CachingAllocator::begin_allocate_to_pool(MemPoolId id, StreamId stream) {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   const auto it = private_pools_.find(id);
   KILN_CHECK(it != private_pools_.end() && !it->second->released,
@@ -131,13 +131,13 @@ void CachingAllocator::begin_allocate_to_pool(MemPoolId id, StreamId stream) {
 }
 
 void CachingAllocator::end_allocate_to_pool(MemPoolId id) {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   std::erase_if(capturing_, [id](const auto& entry) { return entry.second->id == id; });
 }
 
 void CachingAllocator::release_pool(MemPoolId id) {
-  std::lock_guard<AllocatorLock> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
   const auto it = private_pools_.find(id);
   KILN_CHECK(it != private_pools_.end() && !it->second->released, "release_pool: pool {} does not exist or was "
