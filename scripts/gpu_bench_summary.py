@@ -56,6 +56,15 @@ def main(paths):
             ratio = r[key] / r[tkey]
             text += f"; PyTorch {r[tkey]:.1f}; ratio {ratio:.3f} (target >= 0.97: {'met' if ratio >= 0.97 else 'NOT met'})"
         rows.append((f"linear {name}", text))
+    # The same, with LibTorch's linear in the same process, taking turns.
+    for key in sorted(k for k in r if k.startswith("side_by_side_gemm_") and k.endswith("_kiln_tflops")):
+        tkey = key.replace("_kiln_tflops", "_torch_tflops")
+        name = key[len("side_by_side_gemm_"):-len("_kiln_tflops")]
+        if tkey in r:
+            ratio = r[key] / r[tkey]
+            rows.append((f"linear {name}, one process",
+                         f"Kiln {r[key]:.1f} TFLOP/s; LibTorch {r[tkey]:.1f}; ratio {ratio:.3f} "
+                         f"(target >= 0.97: {'met' if ratio >= 0.97 else 'NOT met'})"))
 
     for name, text in rows:
         print(f"{name:<34} {text}")

@@ -89,6 +89,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; the
     "$BUILD-libtorch/libtorch_cuda_overhead" > "$OUT/cuda_overhead_libtorch.txt" 2>&1
     if [[ -x "$BUILD-libtorch/side_by_side_cuda_overhead" ]]; then
       "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
+      "$BUILD-libtorch/side_by_side_gemm" > "$OUT/cuda_gemm_side_by_side.txt" 2>&1
     else
       row "side-by-side overhead" "not built (no Kiln install found; see $OUT/libtorch_configure.log)"
     fi

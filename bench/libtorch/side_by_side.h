@@ -2,6 +2,8 @@
 // unit of its own (Kiln's and Torch's headers never meet), behind these plain functions.
 #pragma once
 
+#include <cstdint>
+
 namespace side_by_side {
 
 /// Creates Kiln's 1-element float32 operands on cuda:0.
@@ -21,6 +23,16 @@ void torch_add();
 void torch_empty();
 /// Releases LibTorch's operands.
 void torch_teardown();
+/// Kiln: x [m, k], weight [n, k], bias [n] on cuda:0 in `mode` ("float32", "tf32" or
+/// "bfloat16"; tf32 turns set_allow_tf32 on, the others off).
+void kiln_linear_setup(const char* mode, int64_t m, int64_t k, int64_t n);
+/// One kiln::linear(x, weight, bias), result discarded.
+void kiln_linear();
+/// LibTorch: the same operands and mode (allowTF32CuBLAS for tf32).
+void torch_linear_setup(const char* mode, int64_t m, int64_t k, int64_t n);
+/// One at::linear(x, weight, bias), result discarded.
+void torch_linear();
+
 /// LibTorch's version string.
 const char* torch_version();
 
