@@ -20,14 +20,15 @@ def main(paths):
                     r[m.group(1)] = float(m.group(2))
     rows = []
 
+    # Eager overhead. The target's verdict comes from the one-process comparison (both
+    # libraries against one floor, in turns); the two separate processes' figures are kept
+    # for reference: their launch floors have differed by up to 1.4 us on the H200 host.
     k, t = r.get("kiln_add_above_floor_us"), r.get("libtorch_add_above_floor_us")
     if k is not None and t is not None:
-        verdict = "met" if k <= 0.25 * t else "NOT met"
-        rows.append(("eager add, host us above floor",
+        rows.append(("eager add, separate processes",
                      f"Kiln {r['kiln_add_us']:.2f} (floor {r['kiln_launch_floor_us']:.2f}, +{k:.2f}); "
                      f"LibTorch {r['libtorch_add_us']:.2f} (floor {r['libtorch_launch_floor_us']:.2f}, +{t:.2f}); "
-                     f"ratio {k / t:.2f} (target <= 0.25: {verdict})"))
-    # The same op through both libraries in one process, against one floor.
+                     f"ratio {k / t:.2f} (reference only: each process has its own floor)"))
     f, kb, tb = (r.get(f"side_by_side_{x}") for x in ("floor_us", "kiln_add_us", "libtorch_add_us"))
     if f is not None and kb is not None and tb is not None:
         verdict = "met" if kb - f <= 0.25 * (tb - f) else "NOT met"
