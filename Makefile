@@ -1,7 +1,7 @@
 # Kiln's front door. `make demo` and `make test` install missing build dependencies
 # (scripts/setup.sh), configure, build and run; both are idempotent and incremental.
 #
-#   make demo                 build and run the article's example (examples/linear_mlp)
+#   make demo                 build and run the article's examples (linear_mlp, profile_linear)
 #   make test                 build and run every test through ctest
 #   make bench                build and run the benchmarks (on the CPU device)
 #   make gpu-check            on a GPU machine: build, test, sanitize, benchmark (scripts/gpu_check.sh)
@@ -29,6 +29,7 @@ build: configure
 
 demo: build
 	@$(BUILD_DIR)/examples/linear_mlp
+	@$(BUILD_DIR)/examples/profile_linear --trace $(BUILD_DIR)/profile_linear_trace.json
 
 # ctest lists a skipped suite without its output; print the CUDA suite's reason after it.
 test: build

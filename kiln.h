@@ -13,3 +13,4 @@
 #include "tensor/tensor_options.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
+#include "profiler/profiler_api.h"

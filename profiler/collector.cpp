@@ -1,0 +1,99 @@
+// The collector's bookkeeping: a mutex-guarded event list, and per thread a stack of open
+// events so each new event knows its parent.
+#include "collector.h"
+
+namespace kiln::profiler {
+
+namespace {
+
+// Handles pack the recording's generation with the event's index, so a handle from an
+// earlier recording never closes an event of a later one.
+constexpr int kIndexBits = 40;
+int64_t make_handle(uint64_t generation, size_t index) {
+  return static_cast<int64_t>(((generation & 0x7fffff) << kIndexBits) | index);
+}
+uint64_t handle_generation(int64_t h) { return static_cast<uint64_t>(h) >> kIndexBits; }
+size_t handle_index(int64_t h) { return static_cast<size_t>(static_cast<uint64_t>(h) & ((uint64_t{1} << kIndexBits) - 1)); }
+
+struct ThreadState {
+  uint64_t generation = 0;
+  std::vector<size_t> open;  // indices of this thread's open events, innermost last
+};
+thread_local ThreadState t_state;
+
+uint64_t thread_number() {
+  static std::atomic<uint64_t> next{1};
+  thread_local const uint64_t mine = next.fetch_add(1);
+  return mine;
+}
+
+}  // namespace
+
+Collector& Collector::instance() {
+  static Collector* c = new Collector();  // immortal: scopes may close during exit
+  return *c;
+}
+
+int64_t Collector::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
+}
+
+void Collector::start(std::chrono::steady_clock::time_point origin) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.clear();
+  ++generation_;
+  origin_ = origin;
+  active_.store(true, std::memory_order_relaxed);
+}
+
+std::vector<ProfileEvent> Collector::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  active_.store(false, std::memory_order_relaxed);
+  const int64_t now = now_ns();
+  for (ProfileEvent& e : events_)
+    if (e.end_ns < e.start_ns) e.end_ns = now;  // still open: ends with the recording
+  ++generation_;
+  return std::move(events_);
+}
+
+int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vector<int64_t>> shapes) {
+  if (!active()) return -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_.load(std::memory_order_relaxed)) return -1;
+  ThreadState& t = t_state;
+  if (t.generation != generation_) {
+    t.generation = generation_;
+    t.open.clear();
+  }
+  ProfileEvent e;
+  e.name = std::move(name);
+  e.kind = kind;
+  e.start_ns = now_ns();
+  e.end_ns = -1;  // open
+  e.thread = thread_number();
+  e.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
+  e.input_shapes = std::move(shapes);
+  const size_t index = events_.size();
+  events_.push_back(std::move(e));
+  t.open.push_back(index);
+  return make_handle(generation_, index);
+}
+
+void Collector::end(int64_t handle) {
+  if (handle < 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (handle_generation(handle) != (generation_ & 0x7fffff)) return;  // that recording is over
+  const size_t index = handle_index(handle);
+  if (index >= events_.size()) return;
+  events_[index].end_ns = now_ns();
+  ThreadState& t = t_state;
+  if (t.generation != generation_) return;
+  // Normally the innermost; a scope closed out of order is taken out wherever it is.
+  for (size_t i = t.open.size(); i-- > 0;)
+    if (t.open[i] == index) {
+      t.open.erase(t.open.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+}
+
+}  // namespace kiln::profiler

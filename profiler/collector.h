@@ -1,0 +1,50 @@
+// The collector: the process-wide sink that op scopes and RecordFunction write to while a
+// Profiler records. It outlives every Profiler (it is never destroyed), so a scope that
+// closes after its profiler stopped, or was destroyed, finds a collector that simply ignores
+// it. Indices of events are their begin order, so a parent always precedes its children.
+//
+// With nothing recording, begin() costs one relaxed atomic load.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "event.h"
+
+namespace kiln::profiler {
+
+/// Receives host events while a profile records; see the file comment.
+class Collector {
+ public:
+  /// The one collector of the process.
+  static Collector& instance();
+
+  /// True while a profiler records.
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+  /// Opens an event on this thread; returns a handle for end(), or -1 when not recording.
+  int64_t begin(std::string name, EventKind kind, std::vector<std::vector<int64_t>> shapes = {});
+  /// Closes the event `handle` from begin() (ignored if the recording it belongs to ended).
+  void end(int64_t handle);
+
+  /// Starts a recording (clearing any previous events); `origin` is time zero.
+  void start(std::chrono::steady_clock::time_point origin);
+  /// Ends the recording and hands over its events; events still open end now.
+  std::vector<ProfileEvent> stop();
+  /// Nanoseconds since the recording's origin.
+  int64_t now_ns() const;
+
+ private:
+  Collector() = default;
+
+  std::atomic<bool> active_{false};
+  mutable std::mutex mutex_;
+  std::vector<ProfileEvent> events_;
+  uint64_t generation_ = 0;  // one per recording; stale thread stacks and handles are ignored
+  std::chrono::steady_clock::time_point origin_{};
+};
+
+}  // namespace kiln::profiler

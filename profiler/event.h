@@ -1,0 +1,41 @@
+// What the profiler records: one ProfileEvent per op call, user scope, kernel, memcpy or
+// memset, with times on one clock (nanoseconds since the profiler started) and the links
+// that the tables need: a CPU event's parent (the op or scope that was open when it began)
+// and a device event's launcher (the op that launched it, through CUPTI's external
+// correlation).
+//
+// Events are plain data so that aggregation and formatting (key_averages.h) can be tested
+// on synthetic streams, without a profiler running.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::profiler {
+
+/// The kind of an event; kernels, memcpys and memsets run on a device.
+enum class EventKind : uint8_t { CpuOp, UserScope, Kernel, Memcpy, Memset };
+
+/// True for the kinds that run on a device.
+inline bool on_device(EventKind kind) { return kind >= EventKind::Kernel; }
+
+/// One recorded interval.
+struct ProfileEvent {
+  std::string name;             ///< "add", "linear_forward", a kernel's demangled name, ...
+  EventKind kind = EventKind::CpuOp;
+  int64_t start_ns = 0;         ///< since the profiler started
+  int64_t end_ns = 0;
+  uint64_t thread = 0;          ///< CPU thread (host events) or stream (device events)
+  int device = -1;              ///< the GPU of a device event, -1 for host events
+  int64_t parent = -1;          ///< host events: index of the enclosing host event, or -1
+  int64_t launcher = -1;        ///< device events: index of the op that launched it, or -1
+  std::vector<std::vector<int64_t>> input_shapes;  ///< with record_shapes; [] for a non-tensor input
+  int64_t cpu_memory_bytes = 0;   ///< host bytes allocated minus freed while this event was innermost
+  int64_t cuda_memory_bytes = 0;  ///< device bytes allocated minus freed while this event was innermost
+
+  /// end_ns - start_ns.
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+}  // namespace kiln::profiler

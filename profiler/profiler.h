@@ -1,0 +1,107 @@
+// Profiler: torch.profiler.profile for C++. While it records, every op (through the op
+// scope, ops/op_scope.h) and every RecordFunction scope becomes an event with its CPU time,
+// nesting and, with record_shapes, its input shapes; key_averages() sums them into
+// PyTorch's table and export_chrome_trace() writes a trace Perfetto opens.
+//
+//   kiln::profiler::Profiler prof({.record_shapes = true});
+//   prof.start();
+//   ... run ops ...
+//   prof.stop();
+//   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 10});
+//
+// With a schedule, step() moves through wait / warmup / active steps as torch.profiler does
+// and on_trace_ready runs at the end of every active span. One profiler records at a time.
+//
+// This version records host activity (ops and user scopes); device activity (CUPTI) and
+// memory columns come with the next steps of the profiler issue.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "event.h"
+#include "key_averages.h"
+#include "schedule.h"
+
+namespace kiln::profiler {
+
+/// What a profiler records (torch.profiler.ProfilerActivity).
+enum class Activity { CPU, CUDA };
+
+class Profiler;
+
+/// torch.profiler.profile's arguments.
+struct ProfilerOptions {
+  std::vector<Activity> activities = {Activity::CPU, Activity::CUDA};
+  bool record_shapes = false;  ///< record each op's input shapes (group_by_input_shape needs them)
+  bool profile_memory = false;
+  bool with_flops = false;
+  std::optional<Schedule> schedule{};                  ///< none: record from start() to stop()
+  std::function<void(Profiler&)> on_trace_ready{};    ///< called when a recorded span ends
+};
+
+/// Records ops and scopes between start() and stop(); see the file comment.
+class Profiler {
+ public:
+  /// A profiler with `options`; it records nothing until start().
+  explicit Profiler(ProfilerOptions options = {});
+  /// Stops recording if still running.
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  /// Begins profiling (at step 0 of the schedule, if any); throws kiln::Error when another
+  /// profiler is running.
+  void start();
+  /// Ends profiling; the events recorded so far stay available (and on_trace_ready runs if a
+  /// scheduled span was recording).
+  void stop();
+  /// Marks the end of a step of the loop being profiled (moves the schedule on).
+  void step();
+
+  /// True between start() and stop().
+  bool running() const { return running_; }
+  /// The events of the last recorded span, in begin order.
+  const std::vector<ProfileEvent>& events() const { return events_; }
+  /// The events summed per name (and per input shapes).
+  KeyAverages key_averages(bool group_by_input_shape = false) const;
+  /// Writes the events as Chrome trace JSON (Perfetto, chrome://tracing); throws
+  /// kiln::Error when the file cannot be written.
+  void export_chrome_trace(const std::string& path) const;
+  /// The options it was made with.
+  const ProfilerOptions& options() const { return options_; }
+  /// Steps taken since start().
+  int64_t step_number() const { return step_; }
+
+ private:
+  void begin_recording();
+  void end_recording(bool deliver);
+  void enter(ProfilerAction action);
+
+  ProfilerOptions options_;
+  bool running_ = false;
+  bool recording_ = false;  // the collector is ours
+  int64_t step_ = 0;
+  ProfilerAction action_ = ProfilerAction::None;
+  std::vector<ProfileEvent> events_;
+  std::chrono::steady_clock::time_point origin_{};
+};
+
+/// Starts `profiler` for the scope and stops it at the end (with profile(...) as prof:).
+class ProfileGuard {
+ public:
+  /// Starts `profiler`.
+  explicit ProfileGuard(Profiler& profiler) : profiler_(profiler) { profiler_.start(); }
+  /// Stops it.
+  ~ProfileGuard() { profiler_.stop(); }
+  ProfileGuard(const ProfileGuard&) = delete;
+  ProfileGuard& operator=(const ProfileGuard&) = delete;
+
+ private:
+  Profiler& profiler_;
+};
+
+}  // namespace kiln::profiler
