@@ -354,7 +354,8 @@ CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId 
     return nullptr;  // take_free_block's oversize rules (see there)
   if (size >= config_.max_split_size && merged_size >= size + kLargeBuffer) return nullptr;
   const size_t remaining = merged_size - size;
-  const bool splits = pool.is_small ? remaining >= kMinBlockSize : size < config_.max_split_size && remaining > kSmallSize;
+  const bool splits =
+      pool.is_small ? remaining >= kMinBlockSize : size < config_.max_split_size && remaining > kSmallSize;
   if (splits != (next != nullptr)) return nullptr;  // it would split elsewhere, or keep the whole
   // Best fit: the merged block must be the smallest free block of this stream that fits.
   Block key;

@@ -184,7 +184,8 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOpt
   check_grad_options("from_blob", options);
   auto storage = wrap_storage(data, static_cast<size_t>(span) * element_size(options.dtype()), options.device(),
                               std::move(deleter));
-  Tensor out(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), options.dtype(), sizes, strides, 0));
+  Tensor out(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), options.dtype(), sizes,
+                                              strides, 0));
   if (options.requires_grad()) out.requires_grad_(true);
   return out;
 }

@@ -13,7 +13,9 @@ int64_t make_handle(uint64_t generation, size_t index) {
   return static_cast<int64_t>(((generation & 0x7fffff) << kIndexBits) | index);
 }
 uint64_t handle_generation(int64_t h) { return static_cast<uint64_t>(h) >> kIndexBits; }
-size_t handle_index(int64_t h) { return static_cast<size_t>(static_cast<uint64_t>(h) & ((uint64_t{1} << kIndexBits) - 1)); }
+size_t handle_index(int64_t h) {
+  return static_cast<size_t>(static_cast<uint64_t>(h) & ((uint64_t{1} << kIndexBits) - 1));
+}
 
 struct ThreadState {
   uint64_t generation = 0;

@@ -22,16 +22,16 @@ inline bool on_device(EventKind kind) { return kind >= EventKind::Kernel; }
 
 /// One recorded interval.
 struct ProfileEvent {
-  std::string name;             ///< "add", "linear_forward", a kernel's demangled name, ...
+  std::string name;  ///< "add", "linear_forward", a kernel's demangled name, ...
   EventKind kind = EventKind::CpuOp;
-  int64_t start_ns = 0;         ///< since the profiler started
+  int64_t start_ns = 0;  ///< since the profiler started
   int64_t end_ns = 0;
-  uint64_t thread = 0;          ///< CPU thread (host events) or stream (device events)
-  int device = -1;              ///< the GPU of a device event, -1 for host events
-  int64_t parent = -1;          ///< host events: index of the enclosing host event, or -1
-  int64_t launcher = -1;        ///< device events: index of the op that launched it, or -1
+  uint64_t thread = 0;                             ///< CPU thread (host events) or stream (device events)
+  int device = -1;                                 ///< the GPU of a device event, -1 for host events
+  int64_t parent = -1;                             ///< host events: index of the enclosing host event, or -1
+  int64_t launcher = -1;                           ///< device events: index of the op that launched it, or -1
   std::vector<std::vector<int64_t>> input_shapes;  ///< with record_shapes; [] for a non-tensor input
-  int64_t cpu_memory_bytes = 0;   ///< host bytes allocated minus freed while this event was innermost
+  int64_t cpu_memory_bytes = 0;                    ///< host bytes allocated minus freed while this event was innermost
   int64_t cuda_memory_bytes = 0;  ///< device bytes allocated minus freed while this event was innermost
 
   /// end_ns - start_ns.

@@ -2,11 +2,11 @@
 // key (definitions in key_averages.h).
 #include "key_averages.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "../core/error.h"
 
@@ -30,10 +30,10 @@ KeyAverages key_averages(const std::vector<ProfileEvent>& events, bool group_by_
   for (int64_t i = 0; i < n; ++i) {
     const ProfileEvent& e = events[static_cast<size_t>(i)];
     KILN_CHECK(e.end_ns >= e.start_ns, "key_averages: event {} ({}) ends before it starts", i, e.name);
-    KILN_CHECK(e.parent < i && e.parent >= -1, "key_averages: event {} ({}) has parent {}; a parent is an earlier event",
-               i, e.name, e.parent);
-    KILN_CHECK(e.launcher < n && e.launcher >= -1, "key_averages: event {} ({}) has launcher {} of {} events", i, e.name,
-               e.launcher, n);
+    KILN_CHECK(e.parent < i && e.parent >= -1,
+               "key_averages: event {} ({}) has parent {}; a parent is an earlier event", i, e.name, e.parent);
+    KILN_CHECK(e.launcher < n && e.launcher >= -1, "key_averages: event {} ({}) has launcher {} of {} events", i,
+               e.name, e.launcher, n);
     const auto s = static_cast<size_t>(i);
     cpu_mem[s] = e.cpu_memory_bytes;
     cuda_mem[s] = e.cuda_memory_bytes;

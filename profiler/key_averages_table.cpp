@@ -3,11 +3,11 @@
 // longest name plus 4, at most 55, with longer names cut to 52 characters plus "..."; the
 // other columns are 12 wide; Input Shapes is as wide as the longest shapes plus 4, at most
 // 80. Times print as %.3f in us, ms or s; shares as %.2f%%.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
 
 #include "../core/error.h"
 #include "key_averages.h"
@@ -54,10 +54,11 @@ std::function<double(const EventAverage&)> sort_key(const std::string& sort_by) 
   if (sort_by == "count") return [](R r) { return static_cast<double>(r.count); };
   if (sort_by == "cpu_time") return [](R r) { return r.cpu_time_avg_ns(); };
   if (sort_by == "cuda_time") return [](R r) { return r.cuda_time_avg_ns(); };
-  KILN_FAIL("table: unknown sort_by \"{}\" (expected cpu_time_total, cuda_time_total, self_cpu_time_total, "
-            "self_cuda_time_total, cpu_memory_usage, cuda_memory_usage, self_cpu_memory_usage, "
-            "self_cuda_memory_usage, count, cpu_time or cuda_time)",
-            sort_by);
+  KILN_FAIL(
+      "table: unknown sort_by \"{}\" (expected cpu_time_total, cuda_time_total, self_cpu_time_total, "
+      "self_cuda_time_total, cpu_memory_usage, cuda_memory_usage, self_cpu_memory_usage, "
+      "self_cuda_memory_usage, count, cpu_time or cuda_time)",
+      sort_by);
 }
 
 // Columns added left to right; each row is the cells joined the same way.
@@ -74,7 +75,8 @@ class Layout {
   }
   std::string row(const std::vector<std::string>& cells) const {
     std::string s;
-    for (size_t i = 0; i < cells.size(); ++i) s += fmt::format("{:>{}}", cells[i], widths_[i]) + std::string(kSpacing, ' ');
+    for (size_t i = 0; i < cells.size(); ++i)
+      s += fmt::format("{:>{}}", cells[i], widths_[i]) + std::string(kSpacing, ' ');
     return s;
   }
   const std::vector<std::string>& headers() const { return headers_; }
@@ -92,11 +94,15 @@ std::string KeyAverages::table(const TableOptions& options) const {
   for (const EventAverage& r : rows_) rows.push_back(&r);
   if (!options.sort_by.empty()) {
     const auto key = sort_key(options.sort_by);
-    std::stable_sort(rows.begin(), rows.end(), [&](const EventAverage* a, const EventAverage* b) { return key(*a) > key(*b); });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const EventAverage* a, const EventAverage* b) { return key(*a) > key(*b); });
   }
-  const bool has_cuda_time = std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return r.self_cuda_time_total_ns > 0; });
-  const bool has_cuda_memory = std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return r.self_cuda_memory_usage > 0; });
-  const bool has_shapes = std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return !r.input_shapes.empty(); });
+  const bool has_cuda_time =
+      std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return r.self_cuda_time_total_ns > 0; });
+  const bool has_cuda_memory =
+      std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return r.self_cuda_memory_usage > 0; });
+  const bool has_shapes =
+      std::any_of(rows_.begin(), rows_.end(), [](const EventAverage& r) { return !r.input_shapes.empty(); });
 
   size_t longest_name = 0, longest_shapes = 0;
   for (const EventAverage& r : rows_) {
@@ -108,7 +114,8 @@ std::string KeyAverages::table(const TableOptions& options) const {
 
   Layout layout;
   layout.add("Name", name_width);
-  for (const char* h : {"Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"}) layout.add(h, kColumnWidth);
+  for (const char* h : {"Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"})
+    layout.add(h, kColumnWidth);
   if (has_cuda_time)
     for (const char* h : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"}) layout.add(h, kColumnWidth);
   if (options.profile_memory) {

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "../core/error.h"
@@ -28,7 +27,8 @@ class OpRecorder final : public OpObserver {
       shapes.reserve(call.inputs.size());
       for (const Tensor* t : call.inputs) shapes.emplace_back(t->sizes().begin(), t->sizes().end());
     }
-    t_handles.push_back(Collector::instance().begin(std::string("kiln::") + call.name, EventKind::CpuOp, std::move(shapes)));
+    t_handles.push_back(
+        Collector::instance().begin(std::string("kiln::") + call.name, EventKind::CpuOp, std::move(shapes)));
   }
   void on_op_end(const OpCall&) override {
     if (t_handles.empty()) return;  // the op began before recording started
@@ -121,7 +121,8 @@ KeyAverages Profiler::key_averages(bool group_by_input_shape) const {
 void Profiler::export_chrome_trace(const std::string& path) const {
   const auto pid = static_cast<int64_t>(::getpid());
   nlohmann::json trace_events = nlohmann::json::array();
-  trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "kiln"}}}});
+  trace_events.push_back(
+      {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "kiln"}}}});
   std::vector<uint64_t> threads;
   for (size_t i = 0; i < events_.size(); ++i) {
     const ProfileEvent& e = events_[i];
@@ -138,7 +139,10 @@ void Profiler::export_chrome_trace(const std::string& path) const {
     if (std::find(threads.begin(), threads.end(), e.thread) == threads.end()) threads.push_back(e.thread);
   }
   for (uint64_t t : threads)
-    trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", t},
+    trace_events.push_back({{"ph", "M"},
+                            {"name", "thread_name"},
+                            {"pid", pid},
+                            {"tid", t},
                             {"args", {{"name", "thread " + std::to_string(t)}}}});
   const nlohmann::json doc = {{"schemaVersion", 1}, {"displayTimeUnit", "ms"}, {"traceEvents", trace_events}};
   std::ofstream out(path);

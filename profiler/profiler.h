@@ -39,8 +39,8 @@ struct ProfilerOptions {
   bool record_shapes = false;  ///< record each op's input shapes (group_by_input_shape needs them)
   bool profile_memory = false;
   bool with_flops = false;
-  std::optional<Schedule> schedule{};                  ///< none: record from start() to stop()
-  std::function<void(Profiler&)> on_trace_ready{};    ///< called when a recorded span ends
+  std::optional<Schedule> schedule{};               ///< none: record from start() to stop()
+  std::function<void(Profiler&)> on_trace_ready{};  ///< called when a recorded span ends
 };
 
 /// Records ops and scopes between start() and stop(); see the file comment.

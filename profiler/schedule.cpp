@@ -7,8 +7,8 @@ namespace kiln::profiler {
 
 ProfilerAction schedule_action(const Schedule& s, int64_t step) {
   KILN_CHECK(s.wait >= 0 && s.warmup >= 0 && s.repeat >= 0 && s.skip_first >= 0,
-             "schedule: wait, warmup, repeat and skip_first must be non-negative (got {}, {}, {}, {})", s.wait, s.warmup,
-             s.repeat, s.skip_first);
+             "schedule: wait, warmup, repeat and skip_first must be non-negative (got {}, {}, {}, {})", s.wait,
+             s.warmup, s.repeat, s.skip_first);
   KILN_CHECK(s.active > 0, "schedule: active must be at least 1 (got {})", s.active);
   KILN_CHECK(step >= 0, "schedule: step {} is negative", step);
   if (step < s.skip_first) return ProfilerAction::None;

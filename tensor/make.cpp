@@ -19,8 +19,8 @@ Tensor new_contiguous(const Shape& sizes, DType dtype, Device device, const char
 }
 
 Tensor new_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), base.unsafe_impl()->storage(), base.dtype(), std::move(sizes),
-                                             std::move(strides), offset));
+  return Tensor(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), base.unsafe_impl()->storage(),
+                                                 base.dtype(), std::move(sizes), std::move(strides), offset));
 }
 
 Tensor broadcast_view(const Tensor& t, const Shape& target) {

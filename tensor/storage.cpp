@@ -14,7 +14,8 @@ std::shared_ptr<StorageImpl> allocate_storage(size_t nbytes, Device device, cons
   // GPU block belongs to the thread's current stream on that device, as in PyTorch.
   CachingAllocator& allocator = caching_allocator(device, op);
   const StreamId stream = device.is_cuda() ? cuda::current_stream(device).id() : 0;
-  return std::allocate_shared<StorageImpl>(PoolAllocator<StorageImpl>(), allocator.allocate_data(nbytes, stream, op), nbytes, device);
+  return std::allocate_shared<StorageImpl>(PoolAllocator<StorageImpl>(), allocator.allocate_data(nbytes, stream, op),
+                                           nbytes, device);
 }
 
 namespace {
@@ -34,7 +35,8 @@ void call_user_deleter(void* context, void* data) {
 std::shared_ptr<StorageImpl> wrap_storage(void* data, size_t nbytes, Device device,
                                           std::function<void(void*)> deleter) {
   auto* context = new std::function<void(void*)>(std::move(deleter));
-  return std::allocate_shared<StorageImpl>(PoolAllocator<StorageImpl>(), DataPtr(data, context, &call_user_deleter), nbytes, device);
+  return std::allocate_shared<StorageImpl>(PoolAllocator<StorageImpl>(), DataPtr(data, context, &call_user_deleter),
+                                           nbytes, device);
 }
 
 }  // namespace kiln

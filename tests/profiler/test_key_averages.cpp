@@ -44,10 +44,10 @@ TEST_CASE("key_averages: self and total times through nesting, kernels counted o
   // launched by linear itself.
   std::vector<ProfileEvent> ev;
   ev.push_back(host("linear_forward", 0, 100000, -1, EventKind::UserScope));  // 0
-  ev.push_back(host("linear", 10000, 90000, 0));                                // 1
-  ev.push_back(host("addmm", 20000, 60000, 1));                                  // 2
-  ev.push_back(kernel("gemm", 70000, 98000, 2));                                 // 3
-  ev.push_back(kernel("bias", 99000, 104000, 1));                                // 4
+  ev.push_back(host("linear", 10000, 90000, 0));                              // 1
+  ev.push_back(host("addmm", 20000, 60000, 1));                               // 2
+  ev.push_back(kernel("gemm", 70000, 98000, 2));                              // 3
+  ev.push_back(kernel("bias", 99000, 104000, 1));                             // 4
   const KeyAverages k = key_averages(ev);
   REQUIRE(k.rows().size() == 5);
   const EventAverage& fwd = find(k, "linear_forward");
@@ -82,7 +82,8 @@ TEST_CASE("key_averages: calls of one name sum; grouping by input shapes splits 
   std::vector<ProfileEvent> ev;
   for (int i = 0; i < 3; ++i) {
     ProfileEvent e = host("add", i * 1000, i * 1000 + 100 * (i + 1), -1);
-    e.input_shapes = i < 2 ? std::vector<std::vector<int64_t>>{{2, 3}, {2, 3}} : std::vector<std::vector<int64_t>>{{4}, {}};
+    e.input_shapes =
+        i < 2 ? std::vector<std::vector<int64_t>>{{2, 3}, {2, 3}} : std::vector<std::vector<int64_t>>{{4}, {}};
     ev.push_back(e);
   }
   ev.push_back(host("add", 5000, 5050, -1, EventKind::UserScope));  // a scope named like an op: its own row

@@ -3,9 +3,8 @@
 // trace read back as JSON.
 #include <cstdio>
 #include <fstream>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "profiler/profiler.h"
 #include "profiler/record_function.h"
@@ -68,7 +67,7 @@ TEST_CASE("profiler: ops and scopes between start and stop, nested, with shapes"
   const profiler::KeyAverages k = prof.key_averages();
   const std::string t = k.table({.sort_by = "cpu_time_total"});
   CHECK(t.find("kiln::add") != std::string::npos);
-  CHECK(t.find("forward") < t.find("kiln::add"));  // the scope's total contains the op's
+  CHECK(t.find("forward") < t.find("kiln::add"));   // the scope's total contains the op's
   CHECK(t.find("Self CUDA") == std::string::npos);  // no device activity recorded
   const std::string by_shape = prof.key_averages(true).table();
   CHECK(by_shape.find("[[2, 3], [2, 3]]") != std::string::npos);
@@ -91,15 +90,15 @@ TEST_CASE("profiler: one at a time; scopes that outlive the recording; bad calls
   second.stop();
   CHECK(second.events().empty());
   { RecordFunction idle("nobody listens"); }  // no profiler: nothing happens
-  CHECK_THROWS_WITH_AS(Profiler({.schedule = profiler::Schedule{.active = 0}}), doctest::Contains("active must be at least 1"),
-                       Error);
+  CHECK_THROWS_WITH_AS(Profiler({.schedule = profiler::Schedule{.active = 0}}),
+                       doctest::Contains("active must be at least 1"), Error);
 }
 
 TEST_CASE("schedule: torch.profiler.schedule's actions, step by step") {
   const profiler::Schedule s{.wait = 1, .warmup = 1, .active = 2, .repeat = 2, .skip_first = 1};
-  const ProfilerAction want[] = {ProfilerAction::None,   ProfilerAction::None,   ProfilerAction::Warmup,
+  const ProfilerAction want[] = {ProfilerAction::None,   ProfilerAction::None,          ProfilerAction::Warmup,
                                  ProfilerAction::Record, ProfilerAction::RecordAndSave, ProfilerAction::None,
-                                 ProfilerAction::Warmup, ProfilerAction::Record, ProfilerAction::RecordAndSave,
+                                 ProfilerAction::Warmup, ProfilerAction::Record,        ProfilerAction::RecordAndSave,
                                  ProfilerAction::None,   ProfilerAction::None};
   for (int64_t step = 0; step < 11; ++step) {
     CAPTURE(step);
