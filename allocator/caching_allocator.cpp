@@ -9,6 +9,7 @@
 
 #include "../core/error.h"
 #include "caching_allocator_internal.h"
+#include "memory_observer.h"
 
 namespace kiln {
 
@@ -125,6 +126,12 @@ void CachingAllocator::finish_allocation(Block* block, size_t bytes, StreamId st
   stats_.requested_bytes.increase(idx, static_cast<int64_t>(bytes));
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
   record(TraceAction::Alloc, block->ptr, bytes, stream);  // the size asked for, as PyTorch records it
+  notify_observer(static_cast<int64_t>(block->size));
+}
+
+void CachingAllocator::notify_observer(int64_t bytes) const {
+  if (const MemoryObserver observer = detail::g_memory_observer.load(std::memory_order_relaxed)) [[unlikely]]
+    if (device_) observer(*device_, bytes);
 }
 
 // A DataPtr carries its Block (whose pool knows the allocator) instead of the address, so
@@ -235,6 +242,7 @@ void CachingAllocator::free(void* ptr) {
 }
 
 void CachingAllocator::release_block(Block* block) {
+  notify_observer(-static_cast<int64_t>(block->size));
   block->allocated = false;
   const auto idx = static_cast<StatPool>(pool_index(*block->pool));
   stats_.allocation.decrease(idx, 1);

@@ -22,10 +22,12 @@
 #include <memory>
 #include <memory_resource>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
+#include "../core/device.h"
 #include "allocator_config.h"
 #include "data_ptr.h"
 #include "memory_snapshot.h"
@@ -92,6 +94,9 @@ class CachingAllocator {
   /// Allocations served by taking back the latest freed block before its deferred merge (a
   /// diagnostic: the results are those of merging at once, see flush_deferred).
   uint64_t deferred_reuses() const;
+  /// The device this allocator serves, for the memory observer (memory_observer.h); an
+  /// allocator without one (a test double) reports nothing.
+  void set_device(Device device) { device_ = device; }
   /// The configuration in force.
   const AllocatorConfig& config() const { return config_; }
   /// The segment source (for tests that drive events or capacity).
@@ -117,6 +122,7 @@ class CachingAllocator {
   void flush_deferred();                                                  // mutex held
   static bool is_mergeable(const Block* block);
   void merge_free_block(Block* block, Block* prev, Block* next, uint64_t tick);
+  void notify_observer(int64_t bytes) const;  // the memory observer, if any
   void release_block(Block* block);                                      // mutex held
   Block* find_live_block(uintptr_t address) const;                      // mutex held
   static void free_data_block(void* context, void* data);               // a DataPtr's deleter
@@ -158,6 +164,7 @@ class CachingAllocator {
   Block* deferred_ = nullptr;       // a freed block whose merge is deferred (flush_deferred)
   Block* deferred_next_ = nullptr;  // its free upper neighbour at the time, if any
   uint64_t deferred_reuses_ = 0;
+  std::optional<Device> device_;  // reported to the memory observer
 
   std::map<MemPoolId, std::unique_ptr<PrivatePool>> private_pools_;
   std::vector<std::pair<StreamId, PrivatePool*>> capturing_;

@@ -13,12 +13,19 @@
 #include "../core/error.h"
 #include "allocator_config.h"
 #include "host_segment_source.h"
+#include "memory_observer.h"
 
 #ifdef KILN_WITH_CUDA
 #include "cuda_segment_source.h"
 #endif
 
 namespace kiln {
+
+namespace detail {
+std::atomic<MemoryObserver> g_memory_observer{nullptr};
+}
+
+void set_memory_observer(MemoryObserver observer) { detail::g_memory_observer.store(observer); }
 
 namespace {
 
@@ -67,6 +74,7 @@ CachingAllocator& caching_allocator(Device device, const char* op) {
   std::lock_guard<std::mutex> lock(registry().mutex);
   if (CachingAllocator* a = s.load(std::memory_order_acquire)) return *a;
   auto* created = new CachingAllocator(make_source(device, op), environment_allocator_config());
+  created->set_device(device);
   s.store(created, std::memory_order_release);
   return *created;
 }

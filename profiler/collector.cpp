@@ -81,6 +81,15 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
   return make_handle(generation_, index);
 }
 
+void Collector::memory(bool cuda, int64_t bytes) {
+  if (!active()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ThreadState& t = t_state;
+  if (!active_.load(std::memory_order_relaxed) || t.generation != generation_ || t.open.empty()) return;
+  ProfileEvent& e = events_[t.open.back()];
+  (cuda ? e.cuda_memory_bytes : e.cpu_memory_bytes) += bytes;
+}
+
 void Collector::end(int64_t handle) {
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -30,6 +30,10 @@ class Collector {
   /// Closes the event `handle` from begin() (ignored if the recording it belongs to ended).
   void end(int64_t handle);
 
+  /// Attributes `bytes` (+allocated, -freed) on `device` to this thread's innermost open
+  /// event (an allocator's memory observer; ignored outside events and recordings).
+  void memory(bool cuda, int64_t bytes);
+
   /// Starts a recording (clearing any previous events); `origin` is time zero.
   void start(std::chrono::steady_clock::time_point origin);
   /// Ends the recording and hands over its events; events still open end now.

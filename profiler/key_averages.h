@@ -54,7 +54,8 @@ struct TableOptions {
   std::string sort_by{};
   /// Rows printed at most (the totals below the table still cover every row).
   int row_limit = 100;
-  /// Adds the memory columns (CPU Mem, Self CPU Mem, and CUDA's when any row has them).
+  /// Adds the memory columns (CPU Mem, Self CPU Mem, and CUDA's when any row has them);
+  /// they also appear when the profile was recorded with profile_memory.
   bool profile_memory = false;
   /// Width above which names are cut to width - 3 characters plus "..." (PyTorch: 55).
   int max_name_column_width = 55;
@@ -73,9 +74,12 @@ class KeyAverages {
   const std::vector<EventAverage>& rows() const { return rows_; }
   /// The table in torch.profiler's layout; throws kiln::Error for an unknown sort_by.
   std::string table(const TableOptions& options = {}) const;
+  /// Shows the memory columns in every table (a profile recorded with profile_memory).
+  void set_profile_memory(bool on) { profile_memory_ = on; }
 
  private:
   std::vector<EventAverage> rows_;
+  bool profile_memory_ = false;
 };
 
 /// Sums `events` per name (and per input shapes when `group_by_input_shape`).

@@ -90,6 +90,7 @@ class Layout {
 
 std::string KeyAverages::table(const TableOptions& options) const {
   if (rows_.empty()) return "";
+  const bool profile_memory = options.profile_memory || profile_memory_;
   std::vector<const EventAverage*> rows;
   for (const EventAverage& r : rows_) rows.push_back(&r);
   if (!options.sort_by.empty()) {
@@ -118,7 +119,7 @@ std::string KeyAverages::table(const TableOptions& options) const {
     layout.add(h, kColumnWidth);
   if (has_cuda_time)
     for (const char* h : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"}) layout.add(h, kColumnWidth);
-  if (options.profile_memory) {
+  if (profile_memory) {
     layout.add("CPU Mem", kColumnWidth);
     layout.add("Self CPU Mem", kColumnWidth);
     if (has_cuda_memory) {
@@ -161,7 +162,7 @@ std::string KeyAverages::table(const TableOptions& options) const {
       cells.push_back(format_time(static_cast<double>(r->cuda_time_total_ns)));
       cells.push_back(format_time(r->cuda_time_avg_ns()));
     }
-    if (options.profile_memory) {
+    if (profile_memory) {
       cells.push_back(format_memory(r->cpu_memory_usage));
       cells.push_back(format_memory(r->self_cpu_memory_usage));
       if (has_cuda_memory) {

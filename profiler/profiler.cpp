@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.h"
+#include "../allocator/memory_observer.h"
 #include "../ops/op_scope.h"
 #include "collector.h"
 
@@ -47,6 +48,9 @@ OpRecorder& recorder() {
 }
 
 std::atomic<bool> g_running{false};  // one profiler at a time
+
+// profile_memory: the allocators' blocks, attributed to the innermost open event.
+void on_memory(Device device, int64_t bytes) { Collector::instance().memory(device.is_cuda(), bytes); }
 
 }  // namespace
 
@@ -101,11 +105,13 @@ void Profiler::begin_recording() {
   recorder().record_shapes = options_.record_shapes;
   Collector::instance().start(origin_);
   add_op_observer(&recorder());
+  if (options_.profile_memory) set_memory_observer(&on_memory);
   recording_ = true;
 }
 
 void Profiler::end_recording(bool keep) {
   remove_op_observer(&recorder());
+  if (options_.profile_memory) set_memory_observer(nullptr);
   std::vector<ProfileEvent> events = Collector::instance().stop();
   recording_ = false;
   if (!keep) return;
@@ -115,7 +121,9 @@ void Profiler::end_recording(bool keep) {
 
 KeyAverages Profiler::key_averages(bool group_by_input_shape) const {
   KILN_CHECK(!recording_, "Profiler::key_averages: stop the profiler (or finish the active steps) first");
-  return profiler::key_averages(events_, group_by_input_shape);
+  KeyAverages averages = profiler::key_averages(events_, group_by_input_shape);
+  averages.set_profile_memory(options_.profile_memory);
+  return averages;
 }
 
 void Profiler::export_chrome_trace(const std::string& path) const {

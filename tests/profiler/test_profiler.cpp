@@ -168,3 +168,42 @@ TEST_CASE("profiler: the Chrome trace parses back with every field a viewer need
   CHECK_THROWS_WITH_AS(prof.export_chrome_trace("/nonexistent-dir/trace.json"),
                        doctest::Contains("export_chrome_trace: cannot open"), Error);
 }
+
+TEST_CASE("profiler: profile_memory charges each block to the op or scope that allocated or freed it") {
+  const Tensor a = randn({256, 256}), b = randn({256, 256});  // 256 KiB each
+  constexpr int64_t kBlock = 256 * 256 * 4;
+  Profiler prof({.profile_memory = true});
+  prof.start();
+  {
+    RecordFunction scope("outer");
+    const Tensor c = add(a, b);
+    const Tensor d = mul(c, b);
+    (void)d;
+  }  // c and d are freed here, inside "outer"
+  prof.stop();
+  const profiler::KeyAverages k = prof.key_averages();
+  const profiler::EventAverage* add_row = nullptr;
+  const profiler::EventAverage* outer_row = nullptr;
+  for (const profiler::EventAverage& r : k.rows()) {
+    if (r.key == "kiln::add") add_row = &r;
+    if (r.key == "outer") outer_row = &r;
+  }
+  REQUIRE(add_row != nullptr);
+  REQUIRE(outer_row != nullptr);
+  CHECK(add_row->self_cpu_memory_usage == kBlock);
+  CHECK(add_row->cpu_memory_usage == kBlock);
+  CHECK(outer_row->self_cpu_memory_usage == -2 * kBlock);
+  CHECK(outer_row->cpu_memory_usage == 0);  // two blocks made inside, both freed inside
+  const std::string t = k.table();
+  CHECK(t.find("Self CPU Mem") != std::string::npos);
+  CHECK(t.find("256.00 Kb") != std::string::npos);
+  CHECK(t.find("-512.00 Kb") != std::string::npos);
+
+  // Without profile_memory the allocators are not observed and the columns stay away.
+  Profiler plain;
+  plain.start();
+  (void)add(a, b);
+  plain.stop();
+  for (const profiler::ProfileEvent& e : plain.events()) CHECK(e.cpu_memory_bytes == 0);
+  CHECK(plain.key_averages().table().find("CPU Mem") == std::string::npos);
+}
