@@ -81,6 +81,16 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
   return make_handle(generation_, index);
 }
 
+void Collector::set_cost(int64_t handle, double flops, double bytes) {
+  if (handle < 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (handle_generation(handle) != (generation_ & 0x7fffff)) return;
+  const size_t index = handle_index(handle);
+  if (index >= events_.size()) return;
+  events_[index].flops = flops;
+  events_[index].bytes = bytes;
+}
+
 void Collector::memory(bool cuda, int64_t bytes) {
   if (!active()) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -30,6 +30,8 @@ class Collector {
   /// Closes the event `handle` from begin() (ignored if the recording it belongs to ended).
   void end(int64_t handle);
 
+  /// Sets the FLOPs and bytes of the event `handle` (with_flops).
+  void set_cost(int64_t handle, double flops, double bytes);
   /// Attributes `bytes` (+allocated, -freed) on `device` to this thread's innermost open
   /// event (an allocator's memory observer; ignored outside events and recordings).
   void memory(bool cuda, int64_t bytes);

@@ -33,6 +33,8 @@ struct ProfileEvent {
   std::vector<std::vector<int64_t>> input_shapes;  ///< with record_shapes; [] for a non-tensor input
   int64_t cpu_memory_bytes = 0;                    ///< host bytes allocated minus freed while this event was innermost
   int64_t cuda_memory_bytes = 0;  ///< device bytes allocated minus freed while this event was innermost
+  double flops = 0;               ///< with_flops: the op's floating-point operations (profiler/op_cost.h)
+  double bytes = 0;               ///< with_flops: the bytes an ideal kernel for the op moves
 
   /// end_ns - start_ns.
   int64_t duration_ns() const { return end_ns - start_ns; }

@@ -91,6 +91,8 @@ KeyAverages key_averages(const std::vector<ProfileEvent>& events, bool group_by_
     row.self_cpu_memory_usage += cpu_mem[s];
     row.cuda_memory_usage += cuda_mem_total[s];
     row.self_cuda_memory_usage += cuda_mem[s];
+    row.flops += e.flops;
+    row.bytes += e.bytes;
   }
   return KeyAverages(std::move(rows));
 }

@@ -39,6 +39,8 @@ struct EventAverage {
   int64_t self_cpu_memory_usage = 0;
   int64_t cuda_memory_usage = 0;
   int64_t self_cuda_memory_usage = 0;
+  double flops = 0;  ///< with_flops: the calls' FLOPs, summed
+  double bytes = 0;  ///< with_flops: the calls' ideal bytes moved, summed
 
   /// CPU total per call.
   double cpu_time_avg_ns() const { return count == 0 ? 0.0 : static_cast<double>(cpu_time_total_ns) / count; }
@@ -57,6 +59,9 @@ struct TableOptions {
   /// Adds the memory columns (CPU Mem, Self CPU Mem, and CUDA's when any row has them);
   /// they also appear when the profile was recorded with profile_memory.
   bool profile_memory = false;
+  /// Adds PyTorch's "Total FLOPs" column (scaled to KFLOPs, MFLOPs, ... by the smallest
+  /// count); it also appears when the profile was recorded with with_flops.
+  bool with_flops = false;
   /// Width above which names are cut to width - 3 characters plus "..." (PyTorch: 55).
   int max_name_column_width = 55;
   /// Width above which the Input Shapes column is cut (PyTorch: 80).
@@ -76,10 +81,13 @@ class KeyAverages {
   std::string table(const TableOptions& options = {}) const;
   /// Shows the memory columns in every table (a profile recorded with profile_memory).
   void set_profile_memory(bool on) { profile_memory_ = on; }
+  /// Shows the FLOPs column in every table (a profile recorded with with_flops).
+  void set_with_flops(bool on) { with_flops_ = on; }
 
  private:
   std::vector<EventAverage> rows_;
   bool profile_memory_ = false;
+  bool with_flops_ = false;
 };
 
 /// Sums `events` per name (and per input shapes when `group_by_input_shape`).

@@ -129,6 +129,18 @@ std::string KeyAverages::table(const TableOptions& options) const {
   }
   layout.add("# of Calls", kColumnWidth);
   if (has_shapes) layout.add("Input Shapes", shapes_width);
+  // PyTorch's FLOPs column: one unit for all rows, chosen by the smallest positive count.
+  double smallest_flops = 0;
+  for (const EventAverage& r : rows_)
+    if (r.flops > 0 && (smallest_flops == 0 || r.flops < smallest_flops)) smallest_flops = r.flops;
+  const bool flops_column = (options.with_flops || with_flops_) && smallest_flops > 0;
+  double flops_scale = 1;
+  if (flops_column) {
+    static const char* const kUnits[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs"};
+    const int unit = static_cast<int>(std::floor(std::clamp(std::log10(smallest_flops) / 3.0, 0.0, 5.0)));
+    flops_scale = std::pow(10.0, -3.0 * unit);
+    layout.add(std::string("Total ") + kUnits[unit], kColumnWidth);
+  }
 
   // Totals over every row, printed or not. Device rows alone make the CUDA total.
   double self_cpu_sum = 0, self_cuda_sum = 0;
@@ -172,6 +184,7 @@ std::string KeyAverages::table(const TableOptions& options) const {
     }
     cells.push_back(std::to_string(r->count));
     if (has_shapes) cells.push_back(r->input_shapes.substr(0, static_cast<size_t>(shapes_width)));
+    if (flops_column) cells.push_back(r->flops <= 0 ? "--" : fmt::format("{:8.3f}", r->flops * flops_scale));
     line(layout.row(cells));
   }
   line(sep);

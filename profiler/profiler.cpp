@@ -7,10 +7,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "../core/error.h"
 #include "../allocator/memory_observer.h"
+#include "../core/error.h"
 #include "../ops/op_scope.h"
 #include "collector.h"
+#include "op_cost.h"
 
 namespace kiln::profiler {
 
@@ -21,6 +22,7 @@ namespace {
 class OpRecorder final : public OpObserver {
  public:
   bool record_shapes = false;
+  bool with_flops = false;
 
   void on_op_begin(const OpCall& call) override {
     std::vector<std::vector<int64_t>> shapes;
@@ -31,10 +33,15 @@ class OpRecorder final : public OpObserver {
     t_handles.push_back(
         Collector::instance().begin(std::string("kiln::") + call.name, EventKind::CpuOp, std::move(shapes)));
   }
-  void on_op_end(const OpCall&) override {
+  void on_op_end(const OpCall& call) override {
     if (t_handles.empty()) return;  // the op began before recording started
-    Collector::instance().end(t_handles.back());
+    const int64_t handle = t_handles.back();
     t_handles.pop_back();
+    if (with_flops && handle >= 0) {
+      const OpCost cost = op_cost(call.name, call.inputs, call.outputs);
+      Collector::instance().set_cost(handle, cost.flops, cost.bytes);
+    }
+    Collector::instance().end(handle);
   }
 
  private:
@@ -103,6 +110,7 @@ void Profiler::stop() {
 
 void Profiler::begin_recording() {
   recorder().record_shapes = options_.record_shapes;
+  recorder().with_flops = options_.with_flops;
   Collector::instance().start(origin_);
   add_op_observer(&recorder());
   if (options_.profile_memory) set_memory_observer(&on_memory);
@@ -123,6 +131,7 @@ KeyAverages Profiler::key_averages(bool group_by_input_shape) const {
   KILN_CHECK(!recording_, "Profiler::key_averages: stop the profiler (or finish the active steps) first");
   KeyAverages averages = profiler::key_averages(events_, group_by_input_shape);
   averages.set_profile_memory(options_.profile_memory);
+  averages.set_with_flops(options_.with_flops);
   return averages;
 }
 

@@ -105,4 +105,18 @@ TEST_CASE("table: number formats, narrow names, CPU-only columns, memory and sha
   const std::string cut = KeyAverages({row(long_name, EventKind::CpuOp, 1, 1, 0, 0)}).table();
   CHECK(cut.find(std::string(52, 'x') + "...") != std::string::npos);
   CHECK(KeyAverages().table().empty());
+
+  // with_flops: PyTorch's column, in the unit of the smallest positive count.
+  EventAverage mm = row("mm", EventKind::CpuOp, 10, 10, 0, 0), view = row("view", EventKind::CpuOp, 1, 1, 0, 0);
+  mm.flops = 2.5e6;
+  EventAverage big = row("addmm", EventKind::CpuOp, 10, 10, 0, 0);
+  big.flops = 7.0e9;
+  TableOptions flops;
+  flops.with_flops = true;
+  const std::string f = KeyAverages({mm, big, view}).table(flops);
+  CHECK(f.find("Total MFLOPs") != std::string::npos);
+  CHECK(f.find("       2.500  ") != std::string::npos);
+  CHECK(f.find("    7000.000  ") != std::string::npos);
+  CHECK(f.find("          --  ") != std::string::npos);
+  CHECK(KeyAverages({view}).table(flops).find("FLOPs") == std::string::npos);  // nothing to show
 }
