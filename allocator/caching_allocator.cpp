@@ -332,67 +332,6 @@ void CachingAllocator::merge_free_block(Block* block, Block* prev, Block* next, 
   pool.blocks.insert(block);
 }
 
-// A freed block whose lower neighbour is in use waits here, unmerged and outside its pool's
-// free set, while its statistics already read as merged. Every other operation flushes it
-// first, so nothing else ever sees the difference. The common eager pattern, "free a
-// tensor, then allocate one of the same size on the same stream", then costs no free-set
-// updates at all: take_deferred hands the block back exactly when the allocator would have
-// chosen the merged block and split it at the same place.
-void CachingAllocator::flush_deferred() {
-  Block* block = deferred_;
-  if (block == nullptr) return;
-  deferred_ = nullptr;
-  // The neighbour as it was at the free: the block being freed now (free_block flushes
-  // first) may already look free, but was in use when this one was freed.
-  merge_free_block(block, nullptr, deferred_next_, block->last_used);
-}
-
-CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId stream) {
-  Block* block = deferred_;
-  if (block == nullptr || block->stream != stream || !pending_events_.empty() || !config_.caching || bytes == 0 ||
-      bytes > std::numeric_limits<size_t>::max() - kRoundLarge)
-    return nullptr;
-  const size_t size = round_size(bytes);
-  BlockPool& pool = pool_for(size, stream);
-  if (size != block->size || &pool != block->pool) return nullptr;
-  // The merged block the free would have made, and what allocate_block would do with it.
-  Block* next = deferred_next_;
-  const size_t merged_size = size + (next != nullptr ? next->size : 0);
-  if (size < config_.max_split_size && merged_size >= config_.max_split_size && merged_size > segment_size_for(size))
-    return nullptr;  // take_free_block's oversize rules (see there)
-  if (size >= config_.max_split_size && merged_size >= size + kLargeBuffer) return nullptr;
-  const size_t remaining = merged_size - size;
-  const bool splits =
-      pool.is_small ? remaining >= kMinBlockSize : size < config_.max_split_size && remaining > kSmallSize;
-  if (splits != (next != nullptr)) return nullptr;  // it would split elsewhere, or keep the whole
-  // Best fit: the merged block must be the smallest free block of this stream that fits.
-  Block key;
-  key.stream = stream;
-  key.size = size;
-  key.ptr = 0;
-  auto it = pool.blocks.lower_bound(&key);
-  if (it != pool.blocks.end() && *it == next) ++it;  // merged into the block, in the allocator's eyes
-  if (it != pool.blocks.end() && (*it)->stream == stream) {
-    const Block* other = *it;
-    if (!(merged_size < other->size || (merged_size == other->size && block->ptr < other->ptr))) return nullptr;
-  }
-  deferred_ = nullptr;
-  ++deferred_reuses_;
-  // The statistics of taking the merged block and splitting the rest off again.
-  const auto idx = static_cast<StatPool>(pool_index(pool));
-  if (block->prev != nullptr || (next != nullptr ? next->next : block->next) != nullptr) {
-    stats_.inactive_split.decrease(idx, 1);
-    stats_.inactive_split_bytes.decrease(idx, static_cast<int64_t>(merged_size));
-  }
-  if (next != nullptr) {
-    stats_.inactive_split.increase(idx, 1);
-    stats_.inactive_split_bytes.increase(idx, static_cast<int64_t>(next->size));
-    next->last_used = block->last_used;  // the split-off rest inherits the merged block's tick
-  }
-  finish_allocation(block, bytes, stream);
-  return block;
-}
-
 void CachingAllocator::record_stream(void* ptr, StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   flush_deferred();
