@@ -41,6 +41,7 @@ bench: build
 	@$(BUILD_DIR)/bench/cpu_gemm
 	@$(BUILD_DIR)/bench/alloc_latency
 	@$(BUILD_DIR)/bench/alloc_trace_replay bench/traces/*.trace
+	@$(BUILD_DIR)/bench/profiler_overhead
 
 # On a machine with an NVIDIA GPU: CUDA build, every test, compute-sanitizer, benchmarks
 # side by side with LibTorch/PyTorch, one summary table (scripts/gpu_check.sh).

@@ -23,10 +23,11 @@ inline void do_not_optimize(const T& value) {
 /// alike. Reports the median time per call of each variant.
 class Turns {
  public:
-  /// Adds a variant; `f` is one call, run `calls` times per batch.
+  /// Adds a variant; `f` is one call, run `calls` times per batch. `before` and `after`
+  /// (optional) run untimed around each of its batches, e.g. to start and stop a profiler.
   template <typename F>
-  void add(std::string name, int calls, F f) {
-    variants_.push_back({std::move(name), calls, std::function<void()>(std::move(f)), {}});
+  void add(std::string name, int calls, F f, std::function<void()> before = {}, std::function<void()> after = {}) {
+    variants_.push_back({std::move(name), calls, std::function<void()>(std::move(f)), std::move(before), std::move(after), {}});
   }
   /// Runs one warm-up batch of each variant, then `rounds` timed rounds; `between` (if
   /// given) runs untimed after every batch, e.g. to wait for a GPU to drain its queue.
@@ -57,12 +58,15 @@ class Turns {
     std::string name;
     int calls;
     std::function<void()> f;
+    std::function<void()> before, after;
     std::vector<double> samples;
   };
   static double batch(Variant& v) {
+    if (v.before) v.before();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < v.calls; ++i) v.f();
     const auto t1 = std::chrono::steady_clock::now();
+    if (v.after) v.after();
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / v.calls;
   }
   std::vector<Variant> variants_;

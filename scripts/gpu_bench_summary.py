@@ -36,6 +36,11 @@ def main(paths):
                      f"floor {f:.2f}; Kiln {kb:.2f} (+{kb - f:.2f}); LibTorch {tb:.2f} (+{tb - f:.2f}); "
                      f"ratio {(kb - f) / (tb - f):.2f} (target <= 0.25: {verdict})"))
 
+    # The profiler's host cost per op (its CUDA side, CUPTI, is still to come).
+    p, ps = r.get("kiln_profiler_added_us"), r.get("kiln_profiler_shapes_added_us")
+    if p is not None and ps is not None:
+        rows.append(("profiler, host us added per op", f"{p:.2f} (with shapes {ps:.2f}); CUPTI not yet included"))
+
     for dt in ("float32", "bfloat16"):
         kc, tc = r.get(f"kiln_copy_{dt}_gbs"), r.get(f"torch_copy_{dt}_gbs")
         for op in ("add", "gelu", "sum", "softmax"):

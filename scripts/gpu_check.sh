@@ -73,6 +73,7 @@ done
 "$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
 "$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
 "$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
+"$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
 "$BUILD/bench/cuda_bandwidth" > "$OUT/cuda_bandwidth_kiln.txt" 2>&1
 "$BUILD/bench/cuda_gemm" > "$OUT/cuda_gemm_kiln.txt" 2>&1
 "$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
