@@ -168,15 +168,7 @@ CachingAllocator::Block* CachingAllocator::take_free_block(BlockPool& pool, Stre
   const auto it = pool.blocks.lower_bound(&key);
   if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
-  // Keep blocks of max_split_size and above for requests that need them, and do not hand
-  // an oversize request a block far larger than it (either would waste a big block). A
-  // block no larger than the segment this request would get anyway is fair game, though:
-  // a request just below max_split_size whose segment rounds up past it would otherwise
-  // never reuse its own freed segment and grow the reserve on every cycle (PyTorch does).
-  if (size < config_.max_split_size && block->size >= config_.max_split_size &&
-      block->size > segment_size_for(size))
-    return nullptr;
-  if (size >= config_.max_split_size && block->size >= size + kLargeBuffer) return nullptr;
+  if (wastes_block(size, block->size)) return nullptr;
   pool.blocks.erase(it);
   if (block->is_split()) {  // a free piece of a split segment leaves the inactive-split count
     const auto idx = static_cast<StatPool>(pool_index(pool));
@@ -205,10 +197,28 @@ CachingAllocator::Block* CachingAllocator::new_segment(BlockPool& pool, StreamId
   return block;
 }
 
-bool CachingAllocator::should_split(const Block* block, size_t size) const {
-  const size_t remaining = block->size - size;
-  if (block->pool->is_small) return remaining >= kMinBlockSize;
+bool CachingAllocator::wastes_block(size_t size, size_t block_size) const {
+  // Keep blocks of max_split_size and above for requests that need them, and do not hand
+  // an oversize request a block far larger than it (either would waste a big block). A
+  // block no larger than the segment this request would get anyway is fair game, though:
+  // a request just below max_split_size whose segment rounds up past it would otherwise
+  // never reuse its own freed segment and grow the reserve on every cycle (PyTorch does).
+  if (size < config_.max_split_size && block_size >= config_.max_split_size && block_size > segment_size_for(size))
+    return true;
+  return size >= config_.max_split_size && block_size >= size + kLargeBuffer;
+}
+
+bool CachingAllocator::splits_rest(bool small_pool, size_t size, size_t remaining) const {
+  if (small_pool) return remaining >= kMinBlockSize;
   return size < config_.max_split_size && remaining > kSmallSize;
+}
+
+bool CachingAllocator::should_split(const Block* block, size_t size) const {
+  return splits_rest(block->pool->is_small, size, block->size - size);
+}
+
+bool CachingAllocator::spans_split_segment(const Block* first, const Block* last) {
+  return first->prev != nullptr || last->next != nullptr;
 }
 
 CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size) {
@@ -289,8 +299,8 @@ void CachingAllocator::free_block(Block* block) {
     net_bytes -= static_cast<int64_t>(n->size);
     merged_size += n->size;
   }
-  const bool merged_is_split = (prev != nullptr ? prev->prev : block->prev) != nullptr ||
-                               (next != nullptr ? next->next : block->next) != nullptr;
+  const bool merged_is_split =
+      spans_split_segment(prev != nullptr ? prev : block, next != nullptr ? next : block);
   if (merged_is_split) {
     net_blocks += 1;
     net_bytes += static_cast<int64_t>(merged_size);

@@ -130,7 +130,10 @@ class CachingAllocator {
   BlockPool& pool_for(size_t size, StreamId stream);
   Block* take_free_block(BlockPool& pool, StreamId stream, size_t size);
   Block* new_segment(BlockPool& pool, StreamId stream, size_t segment_size);
+  bool wastes_block(size_t size, size_t block_size) const;  // take_free_block's oversize rules
+  bool splits_rest(bool small_pool, size_t size, size_t remaining) const;
   bool should_split(const Block* block, size_t size) const;
+  static bool spans_split_segment(const Block* first, const Block* last);  // blocks first..last
   Block* split(Block* block, size_t size);
   void free_block(Block* block);
   void merge_into(Block* dst, Block* src);

@@ -34,13 +34,9 @@ CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId 
   // The merged block the free would have made, and what allocate_block would do with it.
   Block* next = deferred_next_;
   const size_t merged_size = size + (next != nullptr ? next->size : 0);
-  if (size < config_.max_split_size && merged_size >= config_.max_split_size && merged_size > segment_size_for(size))
-    return nullptr;  // take_free_block's oversize rules (see there)
-  if (size >= config_.max_split_size && merged_size >= size + kLargeBuffer) return nullptr;
-  const size_t remaining = merged_size - size;
-  const bool splits =
-      pool.is_small ? remaining >= kMinBlockSize : size < config_.max_split_size && remaining > kSmallSize;
-  if (splits != (next != nullptr)) return nullptr;  // it would split elsewhere, or keep the whole
+  if (wastes_block(size, merged_size)) return nullptr;  // take_free_block would refuse it
+  if (splits_rest(pool.is_small, size, merged_size - size) != (next != nullptr))
+    return nullptr;  // it would split elsewhere, or keep the whole
   // Best fit: the merged block must be the smallest free block of this stream that fits.
   Block key;
   key.stream = stream;
@@ -56,7 +52,7 @@ CachingAllocator::Block* CachingAllocator::take_deferred(size_t bytes, StreamId 
   ++deferred_reuses_;
   // The statistics of taking the merged block and splitting the rest off again.
   const auto idx = static_cast<StatPool>(pool_index(pool));
-  if (block->prev != nullptr || (next != nullptr ? next->next : block->next) != nullptr) {
+  if (spans_split_segment(block, next != nullptr ? next : block)) {
     stats_.inactive_split.decrease(idx, 1);
     stats_.inactive_split_bytes.decrease(idx, static_cast<int64_t>(merged_size));
   }

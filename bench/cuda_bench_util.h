@@ -10,9 +10,27 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <string_view>
 
 namespace kiln::bench {
+
+/// linear(x [M, K], weight [N, K]) at the GEMM target shapes.
+struct GemmShape {
+  int64_t m, k, n;
+  /// 2*M*N*K: one multiply and one add per term.
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+inline constexpr GemmShape kGemmShapes[] = {{64, 1024, 4096}, {4096, 1024, 4096}, {8192, 4096, 16384}};
+
+/// Calls per timed repeat for about 20 ms of GPU work at `flops` per call in `mode`
+/// ("float32" is true fp32 at roughly 50 TFLOP/s; tf32 and bfloat16 roughly 400).
+inline int gemm_iters(double flops, std::string_view mode) {
+  const double rough_ms = flops / (mode == "float32" ? 50e9 : 400e9);
+  return static_cast<int>(std::clamp(20.0 / rough_ms, 5.0, 200.0));
+}
 
 /// Launches an empty kernel with one thread on `stream`.
 void bare_launch(cudaStream_t stream);

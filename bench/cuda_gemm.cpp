@@ -20,24 +20,18 @@ int main() {
   }
   const Device gpu = Device::cuda(0);
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(cuda::current_stream(gpu).id());
-  struct Shape3 {
-    int64_t m, k, n;
-  };
-  const Shape3 shapes[] = {{64, 1024, 4096}, {4096, 1024, 4096}, {8192, 4096, 16384}};
   fmt::print("cuda_gemm: linear(x [M, K], weight [N, K], bias [N]) on {}\n", cuda::device_properties(gpu).name);
   fmt::print("{:<8} {:>20} {:>10} {:>10}\n", "mode", "M x K x N", "ms", "TFLOP/s");
   for (const char* mode : {"float32", "tf32", "bfloat16"}) {
     const DType dt = std::string_view(mode) == "bfloat16" ? kBFloat16 : kFloat32;
     set_allow_tf32(std::string_view(mode) == "tf32");
-    for (const Shape3& sh : shapes) {
+    for (const bench::GemmShape& sh : bench::kGemmShapes) {
       manual_seed(0);
       const TensorOptions o = TensorOptions(dt).device(gpu);
       const Tensor x = randn({sh.m, sh.k}, o), w = randn({sh.n, sh.k}, o) * 0.03, b = randn({sh.n}, o);
       Tensor y;
-      const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
-      // About 20 ms of GPU work per timed repeat (rough rates: 50 TFLOP/s fp32, 400 otherwise).
-      const double rough_ms = flops / (dt == kFloat32 && std::string_view(mode) == "float32" ? 50e9 : 400e9);
-      const int iters = static_cast<int>(std::clamp(20.0 / rough_ms, 5.0, 200.0));
+      const double flops = sh.flops();
+      const int iters = bench::gemm_iters(flops, mode);
       const double ms = bench::median_gpu_ms([&] { y = linear(x, w, b); }, s, iters);
       const double tflops = flops / ms / 1e9;
       fmt::print("{:<8} {:>20} {:>10.4f} {:>10.1f}\n", mode, fmt::format("{}x{}x{}", sh.m, sh.k, sh.n), ms, tflops);

@@ -81,14 +81,21 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
   return make_handle(generation_, index);
 }
 
+std::optional<size_t> Collector::live_index(int64_t handle) const {
+  // A handle of an earlier recording (that recording is over) names nothing.
+  if (handle < 0 || handle_generation(handle) != (generation_ & 0x7fffff)) return std::nullopt;
+  const size_t index = handle_index(handle);
+  if (index >= events_.size()) return std::nullopt;
+  return index;
+}
+
 void Collector::set_cost(int64_t handle, double flops, double bytes) {
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (handle_generation(handle) != (generation_ & 0x7fffff)) return;
-  const size_t index = handle_index(handle);
-  if (index >= events_.size()) return;
-  events_[index].flops = flops;
-  events_[index].bytes = bytes;
+  if (const std::optional<size_t> index = live_index(handle)) {
+    events_[*index].flops = flops;
+    events_[*index].bytes = bytes;
+  }
 }
 
 void Collector::memory(bool cuda, int64_t bytes) {
@@ -103,9 +110,9 @@ void Collector::memory(bool cuda, int64_t bytes) {
 void Collector::end(int64_t handle) {
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (handle_generation(handle) != (generation_ & 0x7fffff)) return;  // that recording is over
-  const size_t index = handle_index(handle);
-  if (index >= events_.size()) return;
+  const std::optional<size_t> live = live_index(handle);
+  if (!live) return;
+  const size_t index = *live;
   events_[index].end_ns = now_ns();
   ThreadState& t = t_state;
   if (t.generation != generation_) return;

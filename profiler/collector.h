@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ class Collector {
 
  private:
   Collector() = default;
+  // The index of the event `handle` names, if it belongs to the current recording (mutex held).
+  std::optional<size_t> live_index(int64_t handle) const;
 
   std::atomic<bool> active_{false};
   mutable std::mutex mutex_;

@@ -21,7 +21,8 @@ double bytes_of(const Tensor& t) { return static_cast<double>(t.nbytes()); }
 OpCost op_cost(const char* op, std::span<const Tensor* const> inputs, std::span<const Tensor> outputs) {
   const std::string_view name(op);
   OpCost cost;
-  // Views alias their input: nothing is read or written.
+  // Views alias their input: nothing is read or written. linear's work is its child's
+  // (addmm or matmul), counted there.
   if (one_of(name, {"view", "reshape", "expand", "as_strided", "narrow", "select", "slice", "squeeze", "unsqueeze",
                     "permute", "transpose", "t", "linear"}))
     return cost;

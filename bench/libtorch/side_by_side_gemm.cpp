@@ -23,23 +23,17 @@ int main() {
     std::printf("side_by_side_gemm: no GPU visible\n");
     return 0;
   }
-  struct Shape3 {
-    int64_t m, k, n;
-  };
-  const Shape3 shapes[] = {{64, 1024, 4096}, {4096, 1024, 4096}, {8192, 4096, 16384}};
   const cudaStream_t stream = nullptr;
   constexpr int kRounds = 9;
   std::printf("side_by_side_gemm: linear(x [M, K], weight [N, K], bias [N]), Kiln and LibTorch %s in turns\n",
               side_by_side::torch_version());
   std::printf("%-8s %20s %12s %12s %8s\n", "mode", "M x K x N", "Kiln TFLOP/s", "Torch TFLOP/s", "ratio");
   for (const char* mode : {"float32", "tf32", "bfloat16"}) {
-    for (const Shape3& sh : shapes) {
+    for (const kiln::bench::GemmShape& sh : kiln::bench::kGemmShapes) {
       side_by_side::kiln_linear_setup(mode, sh.m, sh.k, sh.n);
       side_by_side::torch_linear_setup(mode, sh.m, sh.k, sh.n);
-      const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
-      // About 20 ms of GPU work per timing (rough rates: 50 TFLOP/s fp32, 400 otherwise).
-      const double rough_ms = flops / (std::string_view(mode) == "float32" ? 50e9 : 400e9);
-      const int iters = static_cast<int>(std::clamp(20.0 / rough_ms, 5.0, 200.0));
+      const double flops = sh.flops();
+      const int iters = kiln::bench::gemm_iters(flops, mode);
       std::vector<double> kiln_ms, torch_ms;
       for (int r = 0; r < kRounds; ++r) {
         kiln_ms.push_back(kiln::bench::median_gpu_ms([] { side_by_side::kiln_linear(); }, stream, iters, 1, 2));

@@ -61,7 +61,8 @@ class Normalizer {
     const MemorySnapshot snap = a.snapshot();
     update(snap);
     for (const SegmentInfo& seg : snap.segments)
-      if (address >= seg.address && address < seg.address + seg.total_size) return {ordinals_.at(seg.address), address - seg.address};
+      if (address >= seg.address && address < seg.address + seg.total_size)
+        return {ordinals_.at(seg.address), address - seg.address};
     FAIL("no segment holds " << address);
     return {};
   }
@@ -82,17 +83,19 @@ void check_same_stats(const MemoryStats& x, const MemoryStats& y) {
                                             &MemoryStats::active,         &MemoryStats::active_bytes,
                                             &MemoryStats::inactive_split, &MemoryStats::inactive_split_bytes,
                                             &MemoryStats::requested_bytes};
-  for (const auto* arr : {&arrays}) {
-    for (const auto member : *arr) {
-      for (int p = 0; p < 3; ++p) {
-        const Stat& s = (x.*member).pools[static_cast<size_t>(p)];
-        const Stat& t = (y.*member).pools[static_cast<size_t>(p)];
-        CHECK(s.current == t.current);
-        CHECK(s.peak == t.peak);
-        CHECK(s.allocated == t.allocated);
-        CHECK(s.freed == t.freed);
-      }
+  for (const auto member : arrays) {
+    for (size_t p = 0; p < 3; ++p) {
+      const Stat& s = (x.*member).pools[p];
+      const Stat& t = (y.*member).pools[p];
+      CHECK(s.current == t.current);
+      CHECK(s.peak == t.peak);
+      CHECK(s.allocated == t.allocated);
+      CHECK(s.freed == t.freed);
     }
+  }
+  for (const Stat MemoryStats::*member : {&MemoryStats::oversize_allocations, &MemoryStats::oversize_segments}) {
+    CHECK((x.*member).current == (y.*member).current);
+    CHECK((x.*member).peak == (y.*member).peak);
   }
 }
 
@@ -138,7 +141,9 @@ TEST_CASE("deferred merges change nothing a user can see: addresses, history, st
       if (r < 55 || live.empty()) {
         // Mostly small and repeated sizes (the pattern the deferral serves), some large.
         const uint64_t kind = rng() % 10;
-        const size_t bytes = kind < 6 ? 512 * (1 + rng() % 4) : kind < 9 ? 1 + rng() % (256 * kKiB) : 1 + rng() % (12 * kMiB);
+        const size_t bytes = kind < 6   ? 512 * (1 + rng() % 4)
+                             : kind < 9 ? 1 + rng() % (256 * kKiB)
+                                        : 1 + rng() % (12 * kMiB);
         const StreamId stream = 1 + rng() % 2;
         void* pa = a->allocate(bytes, stream);
         void* pb = b->allocate(bytes, stream);
@@ -155,7 +160,8 @@ TEST_CASE("deferred merges change nothing a user can see: addresses, history, st
         b->free(l.pb);
         l.pa = a->allocate(l.bytes, l.stream);
         l.pb = b->allocate(l.bytes, l.stream);
-        REQUIRE(na(*a.allocator, reinterpret_cast<uint64_t>(l.pa)) == nb(*b.allocator, reinterpret_cast<uint64_t>(l.pb)));
+        REQUIRE(na(*a.allocator, reinterpret_cast<uint64_t>(l.pa)) ==
+                nb(*b.allocator, reinterpret_cast<uint64_t>(l.pb)));
       } else if (r < 95) {
         const size_t i = rng() % live.size();
         if (rng() % 8 == 0) {  // used by another stream first: its free waits for an event
