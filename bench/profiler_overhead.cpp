@@ -1,11 +1,13 @@
 // The profiler's cost per op: host nanoseconds to issue a 1-element float32 add (result
-// discarded) with no profiler, with one recording, and with one recording input shapes,
-// timed in turns (batches of 200, the profiler started and stopped untimed around each
-// batch of the recording variants; medians of 301 rounds). On the GPU when one is visible,
-// with the stream drained untimed between batches, else on the CPU.
-//
-// This is the host side of the issue's overhead target; the CUDA activity (CUPTI) adds its
-// own cost per kernel, measured side by side with LibTorch's Kineto once it lands.
+// discarded) with no profiler, with one recording CPU and CUDA activity (CUPTI kernel and
+// external-correlation records: the issue's "recording" figure), with one recording input
+// shapes too, and with one recording CPU activity only; timed in turns (batches of 200, the
+// profiler started, with one op run, and stopped untimed around each batch of the recording
+// variants; medians of 301 rounds); and the fixed cost of a whole one-op profile. On the GPU when one is visible, with
+// the stream drained untimed between batches, else on the CPU. "off" is also timed before the first profile, because
+// once CUPTI has been enabled in a process its hooks may cost launches something even while no profile records.
+// bench/libtorch/libtorch_profiler_overhead.cpp measures Kineto the same way; the GPU check runs both and compares the
+// added microseconds.
 //
 //   profiler_overhead
 #include <kiln/kiln.h>
@@ -17,32 +19,63 @@ using namespace kiln;
 int main() {
   const Device device = cuda::is_available() ? Device::cuda(0) : Device::cpu();
   constexpr int kRounds = 301, kCalls = 200;
-  const Tensor a = full({1}, 1.5f, TensorOptions().device(device)), b = full({1}, 2.25f, TensorOptions().device(device));
-  profiler::Profiler plain, shapes({.record_shapes = true});
-  bench::Turns turns;
+  const Tensor a = full({1}, 1.5f, TensorOptions().device(device)),
+               b = full({1}, 2.25f, TensorOptions().device(device));
+  profiler::Profiler plain, shapes({.record_shapes = true}), cpu_only({.activities = {profiler::Activity::CPU}});
   auto add_once = [&] {
     Tensor r = add(a, b);
     bench::do_not_optimize(r);
   };
-  turns.add("off", kCalls, add_once);
-  turns.add("on", kCalls, add_once, [&] { plain.start(); }, [&] { plain.stop(); });
-  turns.add("on_shapes", kCalls, add_once, [&] { shapes.start(); }, [&] { shapes.stop(); });
-  turns.add("scope_off", kCalls, [] { profiler::RecordFunction scope("user_scope"); });
-  turns.run(kRounds, [&] {
+  auto drain = [&] {
     if (device.is_cuda()) cuda::synchronize(device);
+  };
+  bench::Turns before_any_profile;
+  before_any_profile.add("off", kCalls, add_once);
+  before_any_profile.run(kRounds, drain);
+
+  bench::Turns turns;
+  turns.add("off", kCalls, add_once);
+  // Each recording batch starts its profiler and runs one op untimed first: the figures are
+  // the steady cost while recording; the one-time cost of a profile (start, CUPTI's set-up,
+  // the first op, stop with its flush) is timed apart as "one-op profile".
+  auto starting = [&](profiler::Profiler& p) {
+    return [&] {
+      p.start();
+      add_once();
+      drain();
+    };
+  };
+  turns.add("on", kCalls, add_once, starting(plain), [&] { plain.stop(); });
+  turns.add("on_shapes", kCalls, add_once, starting(shapes), [&] { shapes.stop(); });
+  turns.add("on_cpu_only", kCalls, add_once, starting(cpu_only), [&] { cpu_only.stop(); });
+  turns.add("one_op_profile", 1, [&] {
+    plain.start();
+    add_once();
+    plain.stop();
   });
+  turns.add("scope_off", kCalls, [] { profiler::RecordFunction scope("user_scope"); });
+  turns.run(kRounds, drain);
   const double off = turns.median_ns("off") / 1e3, on = turns.median_ns("on") / 1e3,
-               on_shapes = turns.median_ns("on_shapes") / 1e3;
+               on_shapes = turns.median_ns("on_shapes") / 1e3, on_cpu = turns.median_ns("on_cpu_only") / 1e3,
+               off_first = before_any_profile.median_ns("off") / 1e3;
   fmt::print("profiler_overhead: host us per 1-element float32 add on {} ({})\n", device.str(),
              bench::machine_description());
   fmt::print("median of {} rounds; each round times a batch of {} calls of every variant in turn\n\n", kRounds, kCalls);
+  fmt::print("device activity: {}\n\n",
+             plain.device_activity_status().empty() ? std::string("recorded (CUPTI)") : plain.device_activity_status());
   fmt::print("{:<46} {:>10}\n", "variant", "us/op");
+  fmt::print("{:<46} {:>10.3f}\n", "add, before the first profile", off_first);
   fmt::print("{:<46} {:>10.3f}\n", "add, no profiler", off);
-  fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording", on);
+  fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording (CPU + CUDA)", on);
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording shapes", on_shapes);
+  fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording CPU only", on_cpu);
   fmt::print("{:<46} {:>10.3f}\n", "RecordFunction scope, no profiler", turns.median_ns("scope_off") / 1e3);
+  fmt::print("{:<46} {:>10.3f}\n", "one-op profile: start, add, stop (us)", turns.median_ns("one_op_profile") / 1e3);
   fmt::print("\nprofiler adds {:.3f} us per op ({:.3f} us with shapes)\n", on - off, on_shapes - off);
+  fmt::print("CPU-only recording adds {:.3f} us; no-profiler calls after profiling differ by {:+.3f} us\n",
+             on_cpu - off, off - off_first);
   fmt::print("RESULT kiln_profiler_added_us {:.3f}\nRESULT kiln_profiler_shapes_added_us {:.3f}\n", on - off,
              on_shapes - off);
+  fmt::print("RESULT kiln_profiler_off_us {:.3f}\nRESULT kiln_profiler_on_us {:.3f}\n", off, on);
   return 0;
 }

@@ -3,8 +3,8 @@
 // cuda_time_total (row_limit 10), the same grouped by input shape, and a Chrome trace
 // written to a file whose path it prints. `make demo` runs it.
 //
-// It runs on the GPU when one is visible, else on the CPU. This version of the profiler
-// records host activity; the CUDA columns arrive with its CUPTI step.
+// It runs on the GPU when one is visible (CUDA columns from CUPTI, kernel rows, and the
+// roofline columns), else on the CPU (CPU columns only).
 //
 //   profile_linear [--trace PATH]
 #include <kiln/kiln.h>
@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
     const Tensor x = randn({64, 1024}, TensorOptions().device(device));
     (void)linear.forward(x);  // warm-up: first-call costs stay out of the profile
 
-    profiler::Profiler prof({.record_shapes = true});
+    // with_flops adds, right of PyTorch's columns, FLOPs and (on a GPU) the roofline columns.
+    profiler::Profiler prof({.record_shapes = true, .with_flops = true});
     {
       profiler::ProfileGuard recording(prof);
       profiler::RecordFunction scope("linear_forward");

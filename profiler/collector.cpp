@@ -31,6 +31,22 @@ uint64_t thread_number() {
 
 }  // namespace
 
+int64_t Collector::current_handle() {
+  // Thread-local state only: a handle of an ended recording is told apart later (index_in).
+  const ThreadState& t = t_state;
+  return t.open.empty() ? -1 : make_handle(t.generation, t.open.back());
+}
+
+uint64_t Collector::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
+std::optional<size_t> Collector::index_in(int64_t handle, uint64_t generation) {
+  if (handle < 0 || handle_generation(handle) != (generation & 0x7fffff)) return std::nullopt;
+  return handle_index(handle);
+}
+
 Collector& Collector::instance() {
   static Collector* c = new Collector();  // immortal: scopes may close during exit
   return *c;
@@ -43,6 +59,7 @@ int64_t Collector::now_ns() const {
 void Collector::start(std::chrono::steady_clock::time_point origin) {
   std::lock_guard<std::mutex> lock(mutex_);
   events_.clear();
+  events_.reserve(4096);  // no regrowth during a typical recording
   ++generation_;
   origin_ = origin;
   active_.store(true, std::memory_order_relaxed);
@@ -83,18 +100,18 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
 
 std::optional<size_t> Collector::live_index(int64_t handle) const {
   // A handle of an earlier recording (that recording is over) names nothing.
-  if (handle < 0 || handle_generation(handle) != (generation_ & 0x7fffff)) return std::nullopt;
-  const size_t index = handle_index(handle);
-  if (index >= events_.size()) return std::nullopt;
+  const std::optional<size_t> index = index_in(handle, generation_);
+  if (!index || *index >= events_.size()) return std::nullopt;
   return index;
 }
 
-void Collector::set_cost(int64_t handle, double flops, double bytes) {
+void Collector::set_cost(int64_t handle, double flops, double bytes, MathKind math) {
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (const std::optional<size_t> index = live_index(handle)) {
     events_[*index].flops = flops;
     events_[*index].bytes = bytes;
+    events_[*index].math = math;
   }
 }
 
@@ -110,11 +127,11 @@ void Collector::memory(bool cuda, int64_t bytes) {
 void Collector::end(int64_t handle) {
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  ThreadState& t = t_state;
   const std::optional<size_t> live = live_index(handle);
   if (!live) return;
   const size_t index = *live;
   events_[index].end_ns = now_ns();
-  ThreadState& t = t_state;
   if (t.generation != generation_) return;
   // Normally the innermost; a scope closed out of order is taken out wherever it is.
   for (size_t i = t.open.size(); i-- > 0;)

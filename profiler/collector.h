@@ -31,11 +31,15 @@ class Collector {
   /// Closes the event `handle` from begin() (ignored if the recording it belongs to ended).
   void end(int64_t handle);
 
-  /// Sets the FLOPs and bytes of the event `handle` (with_flops).
-  void set_cost(int64_t handle, double flops, double bytes);
+  /// Sets the FLOPs, bytes and math kind of the event `handle` (with_flops).
+  void set_cost(int64_t handle, double flops, double bytes, MathKind math);
   /// Attributes `bytes` (+allocated, -freed) on `device` to this thread's innermost open
   /// event (an allocator's memory observer; ignored outside events and recordings).
   void memory(bool cuda, int64_t bytes);
+
+  /// The handle of the calling thread's innermost open event, or -1: what the device
+  /// tracer ties a launch to. Lock-free (thread-local state only).
+  static int64_t current_handle();
 
   /// Starts a recording (clearing any previous events); `origin` is time zero.
   void start(std::chrono::steady_clock::time_point origin);
@@ -43,6 +47,11 @@ class Collector {
   std::vector<ProfileEvent> stop();
   /// Nanoseconds since the recording's origin.
   int64_t now_ns() const;
+  /// The current recording's number (each start() begins a new one).
+  uint64_t generation() const;
+  /// The index of the event that `handle` (from begin()) names in the events of recording
+  /// `generation`, or nullopt when it belongs to another recording.
+  static std::optional<size_t> index_in(int64_t handle, uint64_t generation);
 
  private:
   Collector() = default;

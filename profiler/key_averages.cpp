@@ -93,6 +93,7 @@ KeyAverages key_averages(const std::vector<ProfileEvent>& events, bool group_by_
     row.self_cuda_memory_usage += cuda_mem[s];
     row.flops += e.flops;
     row.bytes += e.bytes;
+    if (row.math == MathKind::None) row.math = e.math;
   }
   return KeyAverages(std::move(rows));
 }

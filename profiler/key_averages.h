@@ -15,12 +15,21 @@
 // device microsecond counts once in every total that contains it.
 // "Self CPU time total" sums Self CPU over all rows; "Self CUDA time total" sums the device
 // rows only, so a kernel is never counted twice there either.
+//
+// Roofline columns (beyond PyTorch): with the FLOPs column shown, device ceilings set
+// (set_device_ceilings) and device time in the profile, each row with FLOPs and Self CUDA
+// time gets its achieved TFLOP/s and GB/s (FLOPs and ideal bytes over Self CUDA), the roof
+// that bounds it ("compute" when its FLOPs per byte reach the ridge point peak / bandwidth,
+// else "memory") and the achieved share of that roof, min(peak, intensity x bandwidth); the
+// ceilings print under the totals.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "device_ceilings.h"
 #include "event.h"
 
 namespace kiln::profiler {
@@ -39,8 +48,9 @@ struct EventAverage {
   int64_t self_cpu_memory_usage = 0;
   int64_t cuda_memory_usage = 0;
   int64_t self_cuda_memory_usage = 0;
-  double flops = 0;  ///< with_flops: the calls' FLOPs, summed
-  double bytes = 0;  ///< with_flops: the calls' ideal bytes moved, summed
+  double flops = 0;                ///< with_flops: the calls' FLOPs, summed
+  double bytes = 0;                ///< with_flops: the calls' ideal bytes moved, summed
+  MathKind math = MathKind::None;  ///< with_flops: the arithmetic of the first call that has one
 
   /// CPU total per call.
   double cpu_time_avg_ns() const { return count == 0 ? 0.0 : static_cast<double>(cpu_time_total_ns) / count; }
@@ -60,7 +70,8 @@ struct TableOptions {
   /// they also appear when the profile was recorded with profile_memory.
   bool profile_memory = false;
   /// Adds PyTorch's "Total FLOPs" column (scaled to KFLOPs, MFLOPs, ... by the smallest
-  /// count); it also appears when the profile was recorded with with_flops.
+  /// count); it also appears when the profile was recorded with with_flops. With device
+  /// ceilings set and device time recorded, the roofline columns follow it.
   bool with_flops = false;
   /// Width above which names are cut to width - 3 characters plus "..." (PyTorch: 55).
   int max_name_column_width = 55;
@@ -83,11 +94,20 @@ class KeyAverages {
   void set_profile_memory(bool on) { profile_memory_ = on; }
   /// Shows the FLOPs column in every table (a profile recorded with with_flops).
   void set_with_flops(bool on) { with_flops_ = on; }
+  /// Sets the GPU ceilings the roofline columns compare against (std::nullopt: no columns).
+  void set_device_ceilings(std::optional<DeviceCeilings> ceilings) { ceilings_ = std::move(ceilings); }
+  /// The ceilings set by set_device_ceilings, if any.
+  const std::optional<DeviceCeilings>& ceilings() const { return ceilings_; }
+  /// Records that CUPTI dropped `count` device records; the table then says so under its
+  /// totals (those CUDA times are short by the missing records).
+  void set_dropped_device_records(uint64_t count) { dropped_device_records_ = count; }
 
  private:
   std::vector<EventAverage> rows_;
   bool profile_memory_ = false;
   bool with_flops_ = false;
+  std::optional<DeviceCeilings> ceilings_;
+  uint64_t dropped_device_records_ = 0;
 };
 
 /// Sums `events` per name (and per input shapes when `group_by_input_shape`).

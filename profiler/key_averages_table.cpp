@@ -2,7 +2,9 @@
 // width and followed by two spaces (the last one too); the Name column is as wide as the
 // longest name plus 4, at most 55, with longer names cut to 52 characters plus "..."; the
 // other columns are 12 wide; Input Shapes is as wide as the longest shapes plus 4, at most
-// 80. Times print as %.3f in us, ms or s; shares as %.2f%%.
+// 80. Times print as %.3f in us, ms or s; shares as %.2f%%. The roofline columns (beyond
+// PyTorch; key_averages.h) follow Total FLOPs, 12 wide, as %.3f TFLOP/s, %.1f GB/s, the bound
+// and %.1f%% of the roof, with PyTorch's "--" for an empty FLOPs cell wherever one is empty.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -86,6 +88,26 @@ class Layout {
   std::vector<int> widths_;
 };
 
+// A row's roofline cells (TFLOP/s, GB/s, Bound, Roof %) against `c`: "--" without FLOPs or
+// Self CUDA time, and Bound and Roof % "--" too when the peak or the bandwidth is unknown.
+std::vector<std::string> roofline_cells(const EventAverage& r, const DeviceCeilings& c) {
+  std::vector<std::string> cells(4, "--");
+  if (r.flops <= 0 || r.self_cuda_time_total_ns <= 0) return cells;
+  const double seconds = static_cast<double>(r.self_cuda_time_total_ns) * 1e-9;
+  const double flops_per_s = r.flops / seconds;
+  cells[0] = fmt::format("{:.3f}", flops_per_s / 1e12);
+  cells[1] = fmt::format("{:.1f}", r.bytes / seconds / 1e9);
+  const double peak = c.flops_per_s(r.math), bandwidth = c.memory_bytes_per_s;
+  if (peak <= 0 || bandwidth <= 0) return cells;
+  // Intensity flops / bytes at or past the ridge peak / bandwidth, multiplied out so that a
+  // row moving no bytes is simply compute-bound.
+  const bool compute = r.flops * bandwidth >= peak * r.bytes;
+  const double roof = compute ? peak : r.flops / r.bytes * bandwidth;
+  cells[2] = compute ? "compute" : "memory";
+  cells[3] = fmt::format("{:.1f}%", 100.0 * flops_per_s / roof);
+  return cells;
+}
+
 }  // namespace
 
 std::string KeyAverages::table(const TableOptions& options) const {
@@ -141,6 +163,9 @@ std::string KeyAverages::table(const TableOptions& options) const {
     flops_scale = std::pow(10.0, -3.0 * unit);
     layout.add(std::string("Total ") + kUnits[unit], kColumnWidth);
   }
+  const bool roofline = flops_column && ceilings_.has_value() && has_cuda_time;
+  if (roofline)
+    for (const char* h : {"TFLOP/s", "GB/s", "Bound", "Roof %"}) layout.add(h, kColumnWidth);
 
   // Totals over every row, printed or not. Device rows alone make the CUDA total.
   double self_cpu_sum = 0, self_cuda_sum = 0;
@@ -185,11 +210,17 @@ std::string KeyAverages::table(const TableOptions& options) const {
     cells.push_back(std::to_string(r->count));
     if (has_shapes) cells.push_back(r->input_shapes.substr(0, static_cast<size_t>(shapes_width)));
     if (flops_column) cells.push_back(r->flops <= 0 ? "--" : fmt::format("{:8.3f}", r->flops * flops_scale));
+    if (roofline)
+      for (std::string& cell : roofline_cells(*r, *ceilings_)) cells.push_back(std::move(cell));
     line(layout.row(cells));
   }
   line(sep);
   line("Self CPU time total: " + format_time(self_cpu_sum));
   if (has_cuda_time) line("Self CUDA time total: " + format_time(self_cuda_sum));
+  if (roofline) line(describe(*ceilings_));
+  if (dropped_device_records_ > 0)
+    line(fmt::format("Warning: CUPTI dropped {} device activity records; the CUDA times above are missing them",
+                     dropped_device_records_));
   return out;
 }
 

@@ -1,8 +1,11 @@
-// op_cost(): the FLOP and byte conventions of op_cost.h, by op name.
+// op_cost(): the FLOP and byte conventions of op_cost.h, by op name, and the arithmetic
+// (MathKind) those FLOPs run in, which picks the device ceiling the roofline compares against.
 #include "op_cost.h"
 
 #include <cstring>
 #include <string_view>
+
+#include "../ops/matmul.h"
 
 namespace kiln::profiler {
 
@@ -15,6 +18,27 @@ bool one_of(std::string_view name, std::initializer_list<std::string_view> names
 }
 
 double bytes_of(const Tensor& t) { return static_cast<double>(t.nbytes()); }
+
+// The arithmetic of op `name`'s FLOPs: the dtype of its first floating input, TF32 for a
+// float32 matrix product on CUDA while allow_tf32() (cuBLASLt's FAST_TF32 compute type).
+MathKind math_of(std::string_view name, std::span<const Tensor* const> inputs) {
+  for (const Tensor* t : inputs) {
+    if (t == nullptr || !t->defined() || !t->is_floating_point()) continue;
+    switch (t->dtype()) {
+      case DType::Float64:
+        return MathKind::Float64;
+      case DType::Float16:
+      case DType::BFloat16:
+        return MathKind::Half;
+      case DType::Float32:
+        return t->is_cuda() && allow_tf32() && one_of(name, {"mm", "matmul", "addmm"}) ? MathKind::TF32
+                                                                                       : MathKind::Float32;
+      default:
+        return MathKind::None;
+    }
+  }
+  return MathKind::None;
+}
 
 }  // namespace
 
@@ -50,6 +74,7 @@ OpCost op_cost(const char* op, std::span<const Tensor* const> inputs, std::span<
   } else if (name == "layer_norm") {
     cost.flops = 8.0 * out_elements;
   }
+  if (cost.flops > 0) cost.math = math_of(name, inputs);
   return cost;
 }
 

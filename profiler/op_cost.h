@@ -10,11 +10,17 @@
 // ops from memory-bound ones, not instruction counts. linear counts nothing itself: its
 // addmm (or matmul) child carries the work, so it is never counted twice. Views, copies and
 // factories count bytes only (views none).
+//
+// The FLOPs' arithmetic (OpCost::math, set whenever flops > 0) is the dtype of the op's first
+// floating input: float64, float32, or Half for float16 and bfloat16; a float32 mm / matmul /
+// addmm on CUDA while allow_tf32() is TF32 (the CPU ignores allow_tf32). Ops with no floating
+// input (integer add, ...) keep their nominal count but MathKind::None: no FLOP ceiling fits.
 #pragma once
 
 #include <span>
 
 #include "../tensor/tensor.h"
+#include "event.h"
 
 namespace kiln::profiler {
 
@@ -22,6 +28,7 @@ namespace kiln::profiler {
 struct OpCost {
   double flops = 0;
   double bytes = 0;
+  MathKind math = MathKind::None;  ///< the arithmetic the FLOPs run in (None when there are none)
 };
 
 /// The cost of op `name` ("add", "addmm", ...) given its inputs and outputs.

@@ -2,16 +2,17 @@
 // and the Chrome trace export.
 #include "profiler.h"
 
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "../allocator/memory_observer.h"
 #include "../core/error.h"
 #include "../ops/op_scope.h"
+#include "chrome_trace.h"
 #include "collector.h"
+#include "device_ceilings.h"
+#include "device_tracer.h"
 #include "op_cost.h"
 
 namespace kiln::profiler {
@@ -40,7 +41,7 @@ class OpRecorder final : public OpObserver {
     t_handles.pop_back();
     if (with_flops && handle >= 0) {
       const OpCost cost = op_cost(call.name, call.inputs, call.outputs);
-      Collector::instance().set_cost(handle, cost.flops, cost.bytes);
+      Collector::instance().set_cost(handle, cost.flops, cost.bytes, cost.math);
     }
     Collector::instance().end(handle);
   }
@@ -96,8 +97,15 @@ void Profiler::step() {
   action_ = schedule_action(*options_.schedule, step_);
   if (previous == ProfilerAction::RecordAndSave) {
     end_recording(true);  // the active span is complete
-  } else if (previous == ProfilerAction::Warmup && action_ != ProfilerAction::Warmup) {
+  } else if (previous == ProfilerAction::Warmup && action_ == ProfilerAction::None) {
     end_recording(false);  // warm-up events are dropped
+  } else if (previous == ProfilerAction::Warmup && action_ != ProfilerAction::Warmup) {
+    // Warm-up events are dropped, but the recording goes on: CUPTI's set-up, paid during
+    // the warm-up, is not paid again by the first active step.
+    (void)Collector::instance().stop();
+    Collector::instance().start(origin_);
+    generation_ = Collector::instance().generation();
+    if (tracing_device_) DeviceTracer::discard();
   }
   if (action_ != ProfilerAction::None && !recording_) begin_recording();
 }
@@ -113,6 +121,11 @@ void Profiler::begin_recording() {
   recorder().record_shapes = options_.record_shapes;
   recorder().with_flops = options_.with_flops;
   Collector::instance().start(origin_);
+  generation_ = Collector::instance().generation();
+  const bool want_cuda =
+      std::find(options_.activities.begin(), options_.activities.end(), Activity::CUDA) != options_.activities.end();
+  device_status_ = want_cuda ? DeviceTracer::start(origin_) : "CUDA activity was not requested";
+  tracing_device_ = want_cuda && device_status_.empty();
   add_op_observer(&recorder());
   if (options_.profile_memory) set_memory_observer(&on_memory);
   recording_ = true;
@@ -122,8 +135,26 @@ void Profiler::end_recording(bool keep) {
   remove_op_observer(&recorder());
   if (options_.profile_memory) set_memory_observer(nullptr);
   std::vector<ProfileEvent> events = Collector::instance().stop();
+  DeviceRecords device;
+  if (tracing_device_) device = DeviceTracer::stop();
+  tracing_device_ = false;
   recording_ = false;
   if (!keep) return;
+  // Device events follow the host events; each names the op whose handle it carried.
+  const size_t host_events = events.size();
+  for (size_t i = 0; i < device.events.size(); ++i) {
+    ProfileEvent& e = device.events[i];
+    if (const std::optional<size_t> op = Collector::index_in(device.launcher_handles[i], generation_);
+        op && *op < host_events)
+      e.launcher = static_cast<int64_t>(*op);
+    events.push_back(std::move(e));
+  }
+  dropped_device_records_ = device.dropped;
+  if (device.dropped > 0)
+    fmt::print(stderr,
+               "kiln profiler: warning: CUPTI dropped {} device activity records (its buffers were full); the CUDA "
+               "times of this profile are missing them\n",
+               device.dropped);
   events_ = std::move(events);
   if (options_.on_trace_ready) options_.on_trace_ready(*this);
 }
@@ -133,41 +164,17 @@ KeyAverages Profiler::key_averages(bool group_by_input_shape) const {
   KeyAverages averages = profiler::key_averages(events_, group_by_input_shape);
   averages.set_profile_memory(options_.profile_memory);
   averages.set_with_flops(options_.with_flops);
+  averages.set_dropped_device_records(dropped_device_records_);
+  if (options_.with_flops) {
+    // The roofline columns compare against the GPU the device events ran on (measured once
+    // per process, outside any recording: this is after stop()).
+    const auto device_event =
+        std::find_if(events_.begin(), events_.end(), [](const ProfileEvent& e) { return on_device(e.kind); });
+    if (device_event != events_.end()) averages.set_device_ceilings(device_ceilings(device_event->device));
+  }
   return averages;
 }
 
-void Profiler::export_chrome_trace(const std::string& path) const {
-  const auto pid = static_cast<int64_t>(::getpid());
-  nlohmann::json trace_events = nlohmann::json::array();
-  trace_events.push_back(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "kiln"}}}});
-  std::vector<uint64_t> threads;
-  for (size_t i = 0; i < events_.size(); ++i) {
-    const ProfileEvent& e = events_[i];
-    nlohmann::json args = {{"External id", i}};
-    if (!e.input_shapes.empty()) args["Input Dims"] = e.input_shapes;
-    trace_events.push_back({{"ph", "X"},
-                            {"cat", e.kind == EventKind::UserScope ? "user_annotation" : "cpu_op"},
-                            {"name", e.name},
-                            {"pid", pid},
-                            {"tid", e.thread},
-                            {"ts", static_cast<double>(e.start_ns) / 1e3},
-                            {"dur", static_cast<double>(e.duration_ns()) / 1e3},
-                            {"args", args}});
-    if (std::find(threads.begin(), threads.end(), e.thread) == threads.end()) threads.push_back(e.thread);
-  }
-  for (uint64_t t : threads)
-    trace_events.push_back({{"ph", "M"},
-                            {"name", "thread_name"},
-                            {"pid", pid},
-                            {"tid", t},
-                            {"args", {{"name", "thread " + std::to_string(t)}}}});
-  const nlohmann::json doc = {{"schemaVersion", 1}, {"displayTimeUnit", "ms"}, {"traceEvents", trace_events}};
-  std::ofstream out(path);
-  KILN_CHECK(out.good(), "export_chrome_trace: cannot open \"{}\" for writing", path);
-  out << doc.dump();
-  out.close();
-  KILN_CHECK(out.good(), "export_chrome_trace: writing \"{}\" failed", path);
-}
+void Profiler::export_chrome_trace(const std::string& path) const { write_chrome_trace(events_, path); }
 
 }  // namespace kiln::profiler

@@ -12,8 +12,10 @@
 // With a schedule, step() moves through wait / warmup / active steps as torch.profiler does
 // and on_trace_ready runs at the end of every active span. One profiler records at a time.
 //
-// This version records host activity (ops and user scopes); device activity (CUPTI) and
-// memory columns come with the next steps of the profiler issue.
+// With Activity::CUDA (and a GPU), the device tracer (device_tracer.h, CUPTI) records every
+// kernel, memcpy and memset with device timestamps, each tied to the op that launched it;
+// without a GPU or CUPTI the profile has CPU columns only and device_activity_status() says
+// why.
 #pragma once
 
 #include <chrono>
@@ -75,6 +77,11 @@ class Profiler {
   const ProfilerOptions& options() const { return options_; }
   /// Steps taken since start().
   int64_t step_number() const { return step_; }
+  /// "" when the last recording traced device activity (CUPTI); else why it did not
+  /// ("no CUDA device is visible", "CUDA activity was not requested", a CUPTI error, ...).
+  const std::string& device_activity_status() const { return device_status_; }
+  /// Device activity records CUPTI dropped in the last recording (0 when none were lost).
+  uint64_t dropped_device_records() const { return dropped_device_records_; }
 
  private:
   void begin_recording();
@@ -88,6 +95,10 @@ class Profiler {
   ProfilerAction action_ = ProfilerAction::None;
   std::vector<ProfileEvent> events_;
   std::chrono::steady_clock::time_point origin_{};
+  uint64_t generation_ = 0;  // the collector's recording whose handles the device records carry
+  bool tracing_device_ = false;
+  std::string device_status_ = "not recorded yet";
+  uint64_t dropped_device_records_ = 0;
 };
 
 /// Starts `profiler` for the scope and stops it at the end (with profile(...) as prof:).

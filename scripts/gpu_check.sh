@@ -2,12 +2,13 @@
 # The GPU check: on a machine with an NVIDIA GPU, build Kiln's CUDA configuration with Ninja,
 # run the whole test suite (the CUDA suite included), run the CUDA test binary under
 # compute-sanitizer (memcheck and racecheck), run the benchmarks — side by side with
-# LibTorch and PyTorch where they are installed — and print one summary table at the end.
+# LibTorch and PyTorch where they are installed — check the profiler's kernel times against
+# Nsight Compute's where ncu is installed, and print one summary table at the end.
 #
 #   scripts/gpu_check.sh                 # results and logs under $OUT (default gpu-check-out/)
 #   CUDA_ARCH=90a BUILD=build-gpu OUT=/tmp/gpu scripts/gpu_check.sh
 #
-# Exit status: non-zero if the build, a test or a sanitizer run failed.
+# Exit status: non-zero if the build, a test, a sanitizer run or the ncu agreement check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ARCH=${CUDA_ARCH:-90a}
@@ -48,7 +49,9 @@ row "CUDA suite" "${cuda_cases:-did not run}"
 # 3. compute-sanitizer on the CUDA suite.
 for tool in memcheck racecheck; do
   if command -v compute-sanitizer > /dev/null; then
-    compute-sanitizer --tool "$tool" "$BUILD/tests/test_cuda" > "$OUT/sanitizer_$tool.log" 2>&1
+    # The sanitizer holds CUPTI, so the profiler tests expect its "CPU columns only" fallback
+    # (KILN_TEST_CUPTI_TAKEN; see tests/cuda/test_profiler_cuda.cpp).
+    KILN_TEST_CUPTI_TAKEN=1 compute-sanitizer --tool "$tool" "$BUILD/tests/test_cuda" > "$OUT/sanitizer_$tool.log" 2>&1
     rc=$?
     # The allocator's OOM tests make cudaMalloc fail on purpose (and clear the sticky error
     # with cudaGetLastError): the sanitizer lists those API errors. They are expected; any
@@ -67,13 +70,14 @@ for tool in memcheck racecheck; do
   fi
 done
 
-# 4. Benchmarks (figures, not pass/fail).
+# 4. Benchmarks (figures, not pass/fail). The host-bound ones run before cpu_gemm's all-core
+# run: processes started right after it measured slow launch floors in earlier checks.
 "$BUILD/bench/dispatch_overhead" > "$OUT/cpu_dispatch_overhead.txt" 2>&1
+"$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
+"$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
 "$BUILD/bench/cpu_gemm" --repeats 3 > "$OUT/cpu_gemm.txt" 2>&1
 "$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
 "$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
-"$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
-"$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
 "$BUILD/bench/cuda_bandwidth" > "$OUT/cuda_bandwidth_kiln.txt" 2>&1
 "$BUILD/bench/cuda_gemm" > "$OUT/cuda_gemm_kiln.txt" 2>&1
 "$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
@@ -88,6 +92,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; the
     "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_dispatch_overhead" > "$OUT/cpu_dispatch_overhead_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_cuda_overhead" > "$OUT/cuda_overhead_libtorch.txt" 2>&1
+    "$BUILD-libtorch/libtorch_profiler_overhead" > "$OUT/cuda_profiler_overhead_libtorch.txt" 2>&1
     if [[ -x "$BUILD-libtorch/side_by_side_cuda_overhead" ]]; then
       "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
       "$BUILD-libtorch/side_by_side_gemm" > "$OUT/cuda_gemm_side_by_side.txt" 2>&1
@@ -104,7 +109,31 @@ row "benchmarks" "$OUT/{cpu,alloc_latency,alloc_trace,cuda}_*.txt"
 "$BUILD/examples/memory_fragmentation" --device cuda --svg "$OUT/memory_map_cuda.svg" > "$OUT/memory_fragmentation.txt" 2>&1 ||
   fail "example memory_fragmentation" "see $OUT/memory_fragmentation.txt"
 
-for f in "$OUT"/cpu_*.txt "$OUT"/alloc_latency_*.txt "$OUT"/alloc_trace_*.txt "$OUT"/cuda_*.txt; do
+# 5. The profiler's per-kernel durations against Nsight Compute's (within 5% for kernels of
+# at least 10 us; scripts/ncu_agreement.sh).
+# check_with_ncu NAME SCRIPT KEY WHAT: runs SCRIPT "$BUILD" "$OUT/KEY" into $OUT/KEY.txt and
+# makes a row of its "RESULT KEY ..." line (a failure row when it exits non-zero).
+check_with_ncu() {
+  local name=$1 script=$2 key=$3 what=$4 rc verdict
+  "$script" "$BUILD" "$OUT/$key" > "$OUT/$key.txt" 2>&1
+  rc=$?
+  verdict=$(grep -oE "^RESULT $key .*" "$OUT/$key.txt" | tail -1 | cut -d' ' -f3-)
+  if [[ $rc -eq 0 ]]; then
+    row "$name" "${verdict} ${what} (see $OUT/$key.txt)"
+  else
+    fail "$name" "${verdict:-did not run} (exit $rc, see $OUT/$key.txt)"
+  fi
+}
+if command -v ncu > /dev/null; then
+  check_with_ncu "profiler kernel times vs ncu" scripts/ncu_agreement.sh ncu_agreement \
+    "kernels of >= 10 us within 5%"
+  # Kiln's NVTX ranges, seen by a CUDA tool.
+  check_with_ncu "NVTX op ranges under ncu" scripts/nvtx_check.sh nvtx_ranges "kernels selected by kiln::addmm ranges"
+else
+  row "profiler kernel times vs ncu" "ncu not installed"
+fi
+
+for f in "$OUT"/cpu_*.txt "$OUT"/alloc_latency_*.txt "$OUT"/alloc_trace_*.txt "$OUT"/cuda_*.txt "$OUT"/ncu_agreement.txt "$OUT"/nvtx_ranges.txt; do
   [[ -f $f ]] && { echo "== $(basename "$f")"; cat "$f"; }
 done
 # Side-by-side comparisons against the issue's targets, one row each.

@@ -1,33 +1,15 @@
 // key_averages() on synthetic event streams: nesting (self vs total), device time that
 // counts once, grouping by name and by input shapes, memory, and malformed links.
 #include "profiler/key_averages.h"
+#include "synthetic.h"
 #include "testing.h"
 
 using namespace kiln;
 using namespace kiln::profiler;
+using kiln::profiler::testing::host;
+using kiln::profiler::testing::kernel;
 
 namespace {
-
-ProfileEvent host(std::string name, int64_t start, int64_t end, int64_t parent, EventKind kind = EventKind::CpuOp) {
-  ProfileEvent e;
-  e.name = std::move(name);
-  e.kind = kind;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.parent = parent;
-  return e;
-}
-
-ProfileEvent kernel(std::string name, int64_t start, int64_t end, int64_t launcher) {
-  ProfileEvent e;
-  e.name = std::move(name);
-  e.kind = EventKind::Kernel;
-  e.start_ns = start;
-  e.end_ns = end;
-  e.launcher = launcher;
-  e.device = 0;
-  return e;
-}
 
 const EventAverage& find(const KeyAverages& k, const std::string& key, const std::string& shapes = "") {
   for (const EventAverage& r : k.rows())
@@ -132,4 +114,14 @@ TEST_CASE("key_averages: zero-length profile prints NaN shares; malformed links 
   CHECK_THROWS_WITH_AS(key_averages({kernel("k", 0, 10, 3)}), doctest::Contains("has launcher 3 of 1 events"), Error);
   CHECK_THROWS_WITH_AS(key_averages({kernel("k1", 0, 10, -1), kernel("k2", 0, 10, 0)}),
                        doctest::Contains("names device event 0 as its launcher"), Error);
+}
+
+TEST_CASE("key_averages: dropped device records are reported under the table, never silently") {
+  KeyAverages k = key_averages({host("op", 0, 100, -1), kernel("k", 10, 60, 0)});
+  const std::string clean = k.table();
+  CHECK(clean.find("dropped") == std::string::npos);
+  k.set_dropped_device_records(17);
+  const std::string warned = k.table();
+  CHECK(warned.find("Warning: CUPTI dropped 17 device activity records") != std::string::npos);
+  CHECK(warned.find("Self CUDA time total: 0.050us") < warned.find("Warning: CUPTI dropped"));
 }

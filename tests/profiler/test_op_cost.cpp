@@ -1,10 +1,11 @@
 // FLOP and byte counts per op (profiler/op_cost.h), from real op calls observed by the
-// profiler, and PyTorch's "Total FLOPs" column.
+// profiler, PyTorch's "Total FLOPs" column, and the arithmetic (MathKind) of those FLOPs.
 #include "profiler/op_cost.h"
 #include "profiler/profiler.h"
 #include "testing.h"
 
 using namespace kiln;
+using profiler::MathKind;
 using profiler::Profiler;
 
 namespace {
@@ -61,4 +62,63 @@ TEST_CASE("op_cost: matrix products, elementwise ops, reductions, softmax, layer
   plain.stop();
   CHECK(cost_of(plain, "kiln::gelu").first == 0);
   CHECK(plain.key_averages().table().find("FLOPs") == std::string::npos);
+}
+
+TEST_CASE("op_cost: the FLOPs' arithmetic comes from the first floating input") {
+  using profiler::op_cost;
+  auto math = [](const char* name, std::initializer_list<const Tensor*> inputs, const Tensor& out) {
+    const std::vector<const Tensor*> in(inputs);
+    return op_cost(name, in, std::span<const Tensor>(&out, 1)).math;
+  };
+  const Tensor a32 = randn({4, 8}), b32 = randn({8, 3}), bias32 = randn({3});
+  const Tensor a64 = randn({4, 8}, kFloat64), b64 = randn({8, 3}, kFloat64);
+  const Tensor a16 = randn({4, 8}, kFloat16), abf = randn({4, 8}, kBFloat16);
+  const Tensor out43 = zeros({4, 3}), out48 = zeros({4, 8});
+  CHECK(math("mm", {&a32, &b32}, out43) == MathKind::Float32);
+  CHECK(math("mm", {&a64, &b64}, zeros({4, 3}, kFloat64)) == MathKind::Float64);
+  CHECK(math("gelu", {&a16}, zeros({4, 8}, kFloat16)) == MathKind::Half);
+  CHECK(math("softmax", {&abf}, zeros({4, 8}, kBFloat16)) == MathKind::Half);
+  CHECK(math("layer_norm", {&a64}, zeros({4, 8}, kFloat64)) == MathKind::Float64);
+  CHECK(math("sum", {&a16}, zeros({}, kFloat16)) == MathKind::Half);
+  // addmm without a bias: the undefined first input is skipped, the matrices decide.
+  const Tensor none;
+  CHECK(math("addmm", {&none, &a64, &b64}, zeros({4, 3}, kFloat64)) == MathKind::Float64);
+  // The first floating input wins, not a later one; integer-only ops keep their nominal
+  // count but have no FLOP ceiling.
+  const Tensor i32 = zeros({4, 8}, kInt32), i32_out = zeros({4, 8}, kInt32);
+  CHECK(math("add", {&i32, &a16}, zeros({4, 8}, kFloat16)) == MathKind::Half);
+  CHECK(math("add", {&i32, &i32}, i32_out) == MathKind::None);
+  const std::vector<const Tensor*> ints = {&i32, &i32};
+  CHECK(op_cost("add", ints, std::span<const Tensor>(&i32_out, 1)).flops == 32);
+  // No FLOPs, no arithmetic: views, copies, linear (its addmm child carries the work).
+  CHECK(math("view", {&a32}, out48) == MathKind::None);
+  CHECK(math("linear", {&a32, &b32, &bias32}, out43) == MathKind::None);
+  CHECK(math("contiguous", {&a32}, out48) == MathKind::None);
+
+  // allow_tf32 affects CUDA GEMMs only: CPU float32 products stay Float32 with it on.
+  const bool saved = allow_tf32();
+  set_allow_tf32(true);
+  CHECK(math("mm", {&a32, &b32}, out43) == MathKind::Float32);
+  CHECK(math("addmm", {&bias32, &a32, &b32}, out43) == MathKind::Float32);
+  CHECK(math("matmul", {&a32, &b32}, out43) == MathKind::Float32);
+  CHECK(math("add", {&a32, &a32}, out48) == MathKind::Float32);
+  set_allow_tf32(saved);
+
+  // The profiler records it on the op's event, and key_averages() carries it into the row.
+  Profiler prof({.with_flops = true});
+  prof.start();
+  (void)mm(a64, b64);
+  (void)gelu(a32);
+  (void)a32.view({8, 4});
+  prof.stop();
+  const profiler::KeyAverages averages = prof.key_averages();
+  auto row_math = [&](const std::string& key) {
+    for (const profiler::EventAverage& r : averages.rows())
+      if (r.key == key) return r.math;
+    FAIL("no row " << key);
+    return MathKind::None;
+  };
+  CHECK(row_math("kiln::mm") == MathKind::Float64);
+  CHECK(row_math("kiln::gelu") == MathKind::Float32);
+  CHECK(row_math("kiln::view") == MathKind::None);
 }

@@ -207,3 +207,55 @@ TEST_CASE("profiler: profile_memory charges each block to the op or scope that a
   for (const profiler::ProfileEvent& e : plain.events()) CHECK(e.cpu_memory_bytes == 0);
   CHECK(plain.key_averages().table().find("CPU Mem") == std::string::npos);
 }
+
+TEST_CASE("profiler: without device activity the profile has CPU columns only and says why") {
+  Profiler cpu_only({.activities = {profiler::Activity::CPU}});
+  CHECK(cpu_only.device_activity_status() == "not recorded yet");
+  cpu_only.start();
+  (void)relu(randn({16}));
+  cpu_only.stop();
+  CHECK(cpu_only.device_activity_status() == "CUDA activity was not requested");
+  CHECK(cpu_only.dropped_device_records() == 0);
+  for (const profiler::ProfileEvent& e : cpu_only.events()) CHECK_FALSE(profiler::on_device(e.kind));
+  const std::string table = cpu_only.key_averages().table();
+  CHECK(table.find("kiln::relu") != std::string::npos);
+  CHECK(table.find("Self CUDA") == std::string::npos);
+
+  Profiler both;  // CPU and CUDA, the default
+  both.start();
+  (void)relu(randn({16}));
+  both.stop();
+  if (cuda::is_available()) {
+    CHECK(both.device_activity_status() == "");  // CPU ops launch no kernels, though
+  } else {
+    INFO(both.device_activity_status());
+    CHECK(both.device_activity_status().find("CPU columns only") != std::string::npos);
+    CHECK(both.key_averages().table().find("Self CUDA") == std::string::npos);
+  }
+  for (const profiler::ProfileEvent& e : both.events()) CHECK_FALSE(profiler::on_device(e.kind));
+}
+
+TEST_CASE("EmitNvtx: guards nest; ops and scopes run the same with ranges on") {
+  CHECK_FALSE(profiler::nvtx_enabled());
+  {
+    profiler::EmitNvtx outer;
+    CHECK(profiler::nvtx_enabled());
+    {
+      profiler::EmitNvtx inner;
+      RecordFunction scope("nvtx_scope");
+      const Tensor r = relu(full({4}, -2.0f));
+      CHECK(sum(r).item<float>() == 0.0f);
+    }
+    CHECK(profiler::nvtx_enabled());  // the outer guard is still alive
+    // With a profiler recording too, both see the op.
+    Profiler prof({.activities = {profiler::Activity::CPU}});
+    prof.start();
+    (void)relu(randn({4}));
+    prof.stop();
+    CHECK(count_named(prof.events(), "kiln::relu") == 1);
+  }
+  CHECK_FALSE(profiler::nvtx_enabled());
+#ifdef KILN_WITH_CUDA
+  CHECK(profiler::nvtx_available());
+#endif
+}

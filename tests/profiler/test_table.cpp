@@ -3,24 +3,14 @@
 // The rows are given as PyTorch summed them (its addmm row counts the kernel twice), so
 // this checks the formatting alone; test_key_averages.cpp checks Kiln's sums.
 #include "profiler/key_averages.h"
+#include "synthetic.h"
 #include "testing.h"
 
 using namespace kiln;
 using namespace kiln::profiler;
+using kiln::profiler::testing::row;
 
 namespace {
-
-EventAverage row(std::string key, EventKind kind, int64_t self_cpu, int64_t cpu, int64_t self_cuda, int64_t cuda) {
-  EventAverage r;
-  r.key = std::move(key);
-  r.kind = kind;
-  r.count = 1;
-  r.self_cpu_time_total_ns = self_cpu;
-  r.cpu_time_total_ns = cpu;
-  r.self_cuda_time_total_ns = self_cuda;
-  r.cuda_time_total_ns = cuda;
-  return r;
-}
 
 // PyTorch ends every line, separators included, with the two spaces after the last column.
 std::string lines(std::initializer_list<const char*> ls, std::initializer_list<const char*> footers) {

@@ -1,0 +1,198 @@
+// The profiler on the GPU: CUPTI's kernel, memcpy and memset records under the ops and
+// scopes that launched them, on the profiler's clock (a kernel starts after its op began
+// and ends before the profile stopped), Self CUDA / CUDA total as key_averages.h defines
+// them, the table's CUDA columns and kernel rows, the trace's kernel events and flows, and
+// recordings that do not leak into one another.
+#ifdef KILN_WITH_CUDA
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "profiler/chrome_trace.h"
+#include "profiler/profiler.h"
+#include "profiler/record_function.h"
+#include "testing.h"
+
+using namespace kiln;
+using profiler::EventKind;
+using profiler::ProfileEvent;
+using profiler::Profiler;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+// True when CUPTI traced the recording. Under another CUDA tool that holds CUPTI (the GPU
+// check runs this suite under compute-sanitizer with KILN_TEST_CUPTI_TAKEN=1) the profiler
+// must say so and fall back to CPU columns; anywhere else it must trace.
+bool traced(const Profiler& prof) {
+  const std::string& status = prof.device_activity_status();
+  if (status.empty()) return true;
+  INFO(status);
+  REQUIRE(std::getenv("KILN_TEST_CUPTI_TAKEN") != nullptr);
+  CHECK(status.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") != std::string::npos);
+  CHECK(status.find("CPU columns only") != std::string::npos);
+  for (const ProfileEvent& e : prof.events()) CHECK_FALSE(profiler::on_device(e.kind));
+  MESSAGE("another CUDA tool holds CUPTI; the profiler recorded CPU columns only: " << status);
+  return false;
+}
+
+const profiler::EventAverage* row(const profiler::KeyAverages& averages, const std::string& key) {
+  for (const profiler::EventAverage& r : averages.rows())
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("profiler (CUDA): linear's kernels under addmm, with device times on the profiler's clock") {
+  nn::Linear linear(1024, 4096);
+  linear.to(kGpu);
+  const Tensor x = randn({64, 1024}, TensorOptions().device(kGpu));
+  (void)linear.forward(x);  // cuBLASLt's first-call set-up stays out of the profile
+  cuda::synchronize(kGpu);
+
+  Profiler prof({.record_shapes = true});
+  prof.start();
+  Tensor host_copy;
+  {
+    profiler::RecordFunction scope("linear_forward");
+    const Tensor y = linear.forward(x);
+    host_copy = y.cpu();  // a DtoH memcpy
+  }
+  void* scratch = nullptr;
+  REQUIRE(cudaMalloc(&scratch, 1 << 20) == cudaSuccess);
+  {
+    profiler::RecordFunction scope("user_memset");
+    REQUIRE(cudaMemsetAsync(scratch, 0, 1 << 20, reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id())) ==
+            cudaSuccess);
+  }
+  prof.stop();
+  REQUIRE(cudaFree(scratch) == cudaSuccess);
+  if (!traced(prof)) return;
+  CHECK(prof.dropped_device_records() == 0);
+
+  const std::vector<ProfileEvent>& events = prof.events();
+  int64_t profile_end = 0;
+  for (const ProfileEvent& e : events)
+    if (!profiler::on_device(e.kind)) profile_end = std::max(profile_end, e.end_ns);
+  int64_t kernels = 0, addmm_kernel_ns = 0, memcpys = 0, memsets = 0;
+  for (const ProfileEvent& e : events) {
+    if (!profiler::on_device(e.kind)) continue;
+    INFO(e.name);
+    CHECK(e.device == 0);
+    CHECK(e.duration_ns() > 0);
+    REQUIRE(e.launcher >= 0);
+    const ProfileEvent& op = events[static_cast<size_t>(e.launcher)];
+    // One clock: the device work starts after its launcher began, plus a margin for the
+    // linear clock conversion CUPTI applies; the GEMM and the copy (y.cpu() waits for it)
+    // end before the last host event ended. (The memset runs on after its scope closed.)
+    CHECK(e.start_ns >= op.start_ns - 2000);
+    if (e.kind != EventKind::Memset) CHECK(e.end_ns <= profile_end + 2000);
+    // The runtime call that launched it lies inside the op, and the work starts after it.
+    CHECK(e.launch_ns >= op.start_ns);
+    CHECK(e.launch_ns <= op.end_ns);
+    CHECK(e.start_ns >= e.launch_ns - 2000);
+    if (e.kind == EventKind::Kernel) {
+      ++kernels;
+      CHECK(op.name == "kiln::addmm");
+      addmm_kernel_ns += e.duration_ns();
+      CHECK(e.grid[0] * e.grid[1] * e.grid[2] > 0);
+      CHECK(e.block[0] * e.block[1] * e.block[2] > 0);
+      CHECK(e.registers_per_thread > 0);
+    } else if (e.kind == EventKind::Memcpy) {
+      ++memcpys;
+      CHECK(e.detail == "DtoH");
+      CHECK(e.transfer_bytes == 64 * 4096 * 4);
+      CHECK(e.name.rfind("Memcpy DtoH", 0) == 0);
+    } else {
+      ++memsets;
+      CHECK(op.name == "user_memset");
+      CHECK(e.transfer_bytes == 1 << 20);
+    }
+  }
+  CHECK(kernels >= 1);
+  CHECK(memcpys == 1);
+  CHECK(memsets == 1);
+
+  const profiler::KeyAverages averages = prof.key_averages();
+  const profiler::EventAverage* addmm = row(averages, "kiln::addmm");
+  const profiler::EventAverage* lin = row(averages, "kiln::linear");
+  const profiler::EventAverage* scope = row(averages, "linear_forward");
+  REQUIRE(addmm != nullptr);
+  REQUIRE(lin != nullptr);
+  REQUIRE(scope != nullptr);
+  CHECK(addmm->self_cuda_time_total_ns == addmm_kernel_ns);
+  CHECK(addmm->cuda_time_total_ns == addmm_kernel_ns);
+  CHECK(lin->self_cuda_time_total_ns == 0);
+  CHECK(lin->cuda_time_total_ns == addmm_kernel_ns);   // counted once, not twice
+  CHECK(scope->cuda_time_total_ns > addmm_kernel_ns);  // the memcpy too
+  const std::string table = averages.table({.sort_by = "cuda_time_total", .row_limit = 10});
+  INFO(table);
+  CHECK(table.find("Self CUDA time total:") != std::string::npos);
+  CHECK(table.find("Self CUDA %") != std::string::npos);
+  CHECK(table.find("Memcpy DtoH") != std::string::npos);
+
+  // The trace: one kernel event per kernel, and each launch's flow matched.
+  const nlohmann::json doc = nlohmann::json::parse(profiler::chrome_trace(events));
+  int64_t kernel_events = 0, flow_starts = 0, flow_ends = 0;
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "kernel") ++kernel_events;
+    flow_starts += e["ph"] == "s";
+    flow_ends += e["ph"] == "f";
+  }
+  CHECK(kernel_events == kernels);
+  CHECK(flow_starts == kernels + memcpys + memsets);
+  CHECK(flow_ends == flow_starts);
+}
+
+TEST_CASE("profiler (CUDA): each recording holds its own kernels only; a schedule's spans too") {
+  const Tensor a = randn({1 << 20}, TensorOptions().device(kGpu));
+  auto kernels_named_add = [](const Profiler& p) {
+    int64_t n = 0;
+    for (const ProfileEvent& e : p.events())
+      n += e.kind == EventKind::Kernel && e.launcher >= 0 &&
+           p.events()[static_cast<size_t>(e.launcher)].name == "kiln::add";
+    return n;
+  };
+  Profiler prof;
+  prof.start();
+  for (int i = 0; i < 3; ++i) (void)add(a, a);
+  prof.stop();
+  if (!traced(prof)) return;
+  CHECK(kernels_named_add(prof) == 3);
+  (void)add(a, a);  // not recorded
+  prof.start();
+  (void)add(a, a);
+  prof.stop();
+  CHECK(kernels_named_add(prof) == 1);
+
+  std::vector<int64_t> per_span;
+  Profiler scheduled({.schedule = profiler::Schedule{.wait = 1, .warmup = 1, .active = 2, .repeat = 1},
+                      .on_trace_ready = [&](Profiler& p) { per_span.push_back(kernels_named_add(p)); }});
+  scheduled.start();
+  for (int step = 0; step < 6; ++step) {
+    for (int i = 0; i <= step; ++i) (void)add(a, a);  // step s launches s + 1 adds
+    scheduled.step();
+  }
+  scheduled.stop();
+  CHECK(per_span == std::vector<int64_t>{3 + 4});  // the active steps 2 and 3
+}
+
+TEST_CASE("profiler (CUDA): profile_memory charges device blocks to the op that allocated them") {
+  const Tensor a = randn({256, 256}, TensorOptions().device(kGpu));  // 256 KiB
+  Profiler prof({.profile_memory = true});
+  prof.start();
+  Tensor kept = add(a, a);  // a new 256 KiB block, alive at stop
+  prof.stop();
+  const profiler::EventAverage* add_row = row(prof.key_averages(), "kiln::add");
+  REQUIRE(add_row != nullptr);
+  CHECK(add_row->self_cuda_memory_usage == 256 * 256 * 4);
+  CHECK(add_row->self_cpu_memory_usage == 0);
+  CHECK(prof.key_averages().table().find("CUDA Mem") != std::string::npos);
+}
+
+#endif  // KILN_WITH_CUDA
