@@ -1,8 +1,16 @@
-// Observer registry and the slow path of OpScope. The registry is small and changes
-// rarely, so it is a mutex-guarded vector copied out before the callbacks run.
+// Observer registry and the slow path of OpScope, both free of heap allocation per op call
+// (the profiler's cost per op is this path's cost):
+// - the registry is an immutable list, replaced whole (copy on write, under a mutex) when
+//   an observer is added or removed; an op reads the current list with one atomic load.
+//   Replaced lists are kept, never freed, because an op on another thread may still be
+//   walking one; they are a few pointers each and change only when a profiler (or another
+//   observer) starts or stops.
+// - an op's tensor inputs go on a per-thread stack that keeps its capacity; a scope holds
+//   its offset there and pops back to it when it ends (scopes end in reverse order).
 #include "op_scope.h"
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 
 namespace kiln {
@@ -12,60 +20,84 @@ std::atomic<bool> g_op_observers_active{false};
 }
 
 namespace {
-std::mutex g_mutex;
-std::vector<OpObserver*>& observers() {
-  static std::vector<OpObserver*> list;
-  return list;
-}
-thread_local int t_depth = 0;
 
-std::vector<OpObserver*> snapshot() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return observers();
+using ObserverList = std::vector<OpObserver*>;
+
+std::mutex g_mutex;                                        // guards replacing the list
+std::atomic<const ObserverList*> g_current{nullptr};        // the list ops read
+std::vector<std::unique_ptr<const ObserverList>>& lists() {  // every list ever made (mutex)
+  static auto* all = new std::vector<std::unique_ptr<const ObserverList>>();
+  return *all;
 }
+
+// Makes `next` the current list (mutex held).
+void publish(ObserverList next) {
+  const bool any = !next.empty();
+  lists().push_back(std::make_unique<const ObserverList>(std::move(next)));
+  g_current.store(lists().back().get(), std::memory_order_release);
+  detail::g_op_observers_active.store(any, std::memory_order_relaxed);
+}
+
+const ObserverList& current() {
+  static const ObserverList empty;
+  const ObserverList* list = g_current.load(std::memory_order_acquire);
+  return list != nullptr ? *list : empty;
+}
+
+thread_local int t_depth = 0;
+thread_local std::vector<const Tensor*> t_inputs;  // the open scopes' inputs, innermost last
+
 }  // namespace
 
 void add_op_observer(OpObserver* observer) {
   KILN_CHECK(observer != nullptr, "add_op_observer: observer is null");
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (std::find(observers().begin(), observers().end(), observer) == observers().end())
-    observers().push_back(observer);
-  detail::g_op_observers_active.store(true, std::memory_order_relaxed);
+  ObserverList next = current();
+  if (std::find(next.begin(), next.end(), observer) != next.end()) return;
+  next.push_back(observer);
+  publish(std::move(next));
 }
 
 void remove_op_observer(OpObserver* observer) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  auto& list = observers();
-  list.erase(std::remove(list.begin(), list.end(), observer), list.end());
-  detail::g_op_observers_active.store(!list.empty(), std::memory_order_relaxed);
+  ObserverList next = current();
+  const auto it = std::remove(next.begin(), next.end(), observer);
+  if (it == next.end()) return;
+  next.erase(it, next.end());
+  publish(std::move(next));
 }
 
 void OpScope::begin(std::initializer_list<const Tensor*> inputs) {
-  inputs_.clear();
+  inputs_begin_ = t_inputs.size();
   for (const Tensor* t : inputs)
-    if (t != nullptr && t->defined()) inputs_.push_back(t);  // numbers and absent optionals are not inputs
+    if (t != nullptr && t->defined()) t_inputs.push_back(t);  // numbers and absent optionals are not inputs
   notify_begin();
 }
 
 void OpScope::begin_list(const std::vector<Tensor>& inputs) {
-  inputs_.clear();
+  inputs_begin_ = t_inputs.size();
   for (const Tensor& t : inputs)
-    if (t.defined()) inputs_.push_back(&t);
+    if (t.defined()) t_inputs.push_back(&t);
   notify_begin();
+}
+
+std::span<const Tensor* const> OpScope::inputs() const {
+  return {t_inputs.data() + inputs_begin_, t_inputs.size() - inputs_begin_};
 }
 
 void OpScope::notify_begin() {
   active_ = true;
   depth_ = t_depth++;
-  const OpCall call{name_, inputs_, {}, depth_};
-  for (OpObserver* o : snapshot()) o->on_op_begin(call);
+  const OpCall call{name_, inputs(), {}, depth_};
+  for (OpObserver* o : current()) o->on_op_begin(call);
 }
 
 void OpScope::end(std::span<const Tensor> outs) {
   active_ = false;
   --t_depth;
-  const OpCall call{name_, inputs_, outs, depth_};
-  for (OpObserver* o : snapshot()) o->on_op_end(call);
+  const OpCall call{name_, inputs(), outs, depth_};
+  for (OpObserver* o : current()) o->on_op_end(call);
+  t_inputs.resize(inputs_begin_);
 }
 
 void OpScope::end_without_outputs() {

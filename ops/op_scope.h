@@ -80,11 +80,12 @@ class OpScope {
   void notify_begin();
   void end(std::span<const Tensor> outs);
   void end_without_outputs();
+  std::span<const Tensor* const> inputs() const;  // this scope's part of the per-thread input stack
 
   const char* name_;
   bool active_ = false;
   int depth_ = 0;
-  std::vector<const Tensor*> inputs_;
+  size_t inputs_begin_ = 0;  // where this scope's inputs start on the per-thread stack
 };
 
 }  // namespace kiln

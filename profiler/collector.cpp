@@ -84,7 +84,8 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
     t.generation = generation_;
     t.open.clear();
   }
-  ProfileEvent e;
+  const size_t index = events_.size();
+  ProfileEvent& e = events_.emplace_back();  // filled in place: no event moved
   e.name = std::move(name);
   e.kind = kind;
   e.start_ns = now_ns();
@@ -92,8 +93,6 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
   e.thread = thread_number();
   e.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
   e.input_shapes = std::move(shapes);
-  const size_t index = events_.size();
-  events_.push_back(std::move(e));
   t.open.push_back(index);
   return make_handle(generation_, index);
 }
