@@ -23,8 +23,8 @@ namespace {
 
 using ObserverList = std::vector<OpObserver*>;
 
-std::mutex g_mutex;                                        // guards replacing the list
-std::atomic<const ObserverList*> g_current{nullptr};        // the list ops read
+std::mutex g_mutex;                                          // guards replacing the list
+std::atomic<const ObserverList*> g_current{nullptr};         // the list ops read
 std::vector<std::unique_ptr<const ObserverList>>& lists() {  // every list ever made (mutex)
   static auto* all = new std::vector<std::unique_ptr<const ObserverList>>();
   return *all;

@@ -17,7 +17,7 @@ namespace kiln {
 
 /// What an observer sees of one op call.
 struct OpCall {
-  const char* name;                      ///< "add", "linear", ...
+  const char* name;                       ///< "add", "linear", ...
   std::span<const Tensor* const> inputs;  ///< tensor arguments, in signature order
   std::span<const Tensor> outputs;        ///< empty in on_op_begin
   int depth;                              ///< 0 for an op the user called, >0 when nested
