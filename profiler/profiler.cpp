@@ -87,10 +87,24 @@ void Profiler::start() {
   origin_ = std::chrono::steady_clock::now();
   action_ = options_.schedule ? schedule_action(*options_.schedule, 0) : ProfilerAction::Record;
   if (action_ != ProfilerAction::None) begin_recording();
+  open_step_scope();
+}
+
+void Profiler::open_step_scope() {
+  // As torch.profiler does with a schedule: each step is a "ProfilerStep#N" scope, the
+  // parent of the step's ops.
+  if (options_.schedule && recording_)
+    step_scope_ = Collector::instance().begin(fmt::format("ProfilerStep#{}", step_), EventKind::UserScope);
+}
+
+void Profiler::close_step_scope() {
+  Collector::instance().end(step_scope_);  // nothing for -1 or a handle of an ended recording
+  step_scope_ = -1;
 }
 
 void Profiler::step() {
   KILN_CHECK(running_, "Profiler::step: the profiler is not running (call start() first)");
+  close_step_scope();
   ++step_;
   if (!options_.schedule) return;
   const ProfilerAction previous = action_;
@@ -108,10 +122,12 @@ void Profiler::step() {
     if (tracing_device_) DeviceTracer::discard();
   }
   if (action_ != ProfilerAction::None && !recording_) begin_recording();
+  open_step_scope();
 }
 
 void Profiler::stop() {
   KILN_CHECK(running_, "Profiler::stop: the profiler is not running");
+  close_step_scope();
   running_ = false;
   g_running.store(false);
   if (recording_) end_recording(action_ == ProfilerAction::Record || action_ == ProfilerAction::RecordAndSave);

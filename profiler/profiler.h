@@ -9,8 +9,9 @@
 //   prof.stop();
 //   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 10});
 //
-// With a schedule, step() moves through wait / warmup / active steps as torch.profiler does
-// and on_trace_ready runs at the end of every active span. One profiler records at a time.
+// With a schedule, step() moves through wait / warmup / active steps as torch.profiler does,
+// each recorded step is a "ProfilerStep#N" scope holding its ops, and on_trace_ready runs
+// at the end of every active span. One profiler records at a time.
 //
 // With Activity::CUDA (and a GPU), the device tracer (device_tracer.h, CUPTI) records every
 // kernel, memcpy and memset with device timestamps, each tied to the op that launched it;
@@ -86,7 +87,8 @@ class Profiler {
  private:
   void begin_recording();
   void end_recording(bool deliver);
-  void enter(ProfilerAction action);
+  void open_step_scope();
+  void close_step_scope();
 
   ProfilerOptions options_;
   bool running_ = false;
@@ -99,6 +101,7 @@ class Profiler {
   bool tracing_device_ = false;
   std::string device_status_ = "not recorded yet";
   uint64_t dropped_device_records_ = 0;
+  int64_t step_scope_ = -1;  // the open "ProfilerStep#N" scope (with a schedule)
 };
 
 /// Starts `profiler` for the scope and stops it at the end (with profile(...) as prof:).

@@ -111,10 +111,22 @@ TEST_CASE("profiler: a schedule records only the active steps and hands each spa
   const Tensor a = ones({4}), b = ones({4});
   std::vector<int64_t> adds_per_trace;
   std::vector<int64_t> steps_at_trace;
+  std::vector<std::vector<std::string>> step_scopes;  // per trace, the ProfilerStep#N events
+  bool adds_inside_steps = true;
   Profiler prof({.schedule = profiler::Schedule{.wait = 1, .warmup = 1, .active = 2, .repeat = 2},
                  .on_trace_ready = [&](Profiler& p) {
                    adds_per_trace.push_back(count_named(p.events(), "kiln::add"));
                    steps_at_trace.push_back(p.step_number());
+                   step_scopes.emplace_back();
+                   for (const profiler::ProfileEvent& e : p.events()) {
+                     if (e.name.rfind("ProfilerStep#", 0) == 0) {
+                       CHECK(e.kind == EventKind::UserScope);
+                       step_scopes.back().push_back(e.name);
+                     }
+                     if (e.name == "kiln::add")
+                       adds_inside_steps &= e.parent >= 0 && p.events()[static_cast<size_t>(e.parent)].name.rfind(
+                                                                 "ProfilerStep#", 0) == 0;
+                   }
                  }});
   prof.start();
   for (int step = 0; step < 10; ++step) {
@@ -125,6 +137,10 @@ TEST_CASE("profiler: a schedule records only the active steps and hands each spa
   // Cycles of 4 steps: wait (step 0), warmup (1), active (2, 3); then 4..7; repeat 2.
   CHECK(adds_per_trace == std::vector<int64_t>{3 + 4, 7 + 8});
   CHECK(steps_at_trace == std::vector<int64_t>{4, 8});
+  // As in torch.profiler: each recorded step is a ProfilerStep#N scope around its ops.
+  CHECK(step_scopes == std::vector<std::vector<std::string>>{{"ProfilerStep#2", "ProfilerStep#3"},
+                                                             {"ProfilerStep#6", "ProfilerStep#7"}});
+  CHECK(adds_inside_steps);
 }
 
 TEST_CASE("profiler: the Chrome trace parses back with every field a viewer needs") {
