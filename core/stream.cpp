@@ -135,6 +135,9 @@ DeviceProperties device_properties(Device device) {
   out.l2_cache_bytes = static_cast<size_t>(p.l2CacheSize);
   out.shared_memory_per_block = p.sharedMemPerBlockOptin;
   out.memory_bus_width = p.memoryBusWidth;
+  // CUDA 13's cudaDeviceProp has no clock fields; the attributes still report them.
+  CUDA_CHECK(cudaDeviceGetAttribute(&out.max_clock_khz, cudaDevAttrClockRate, device.index()));
+  CUDA_CHECK(cudaDeviceGetAttribute(&out.memory_clock_khz, cudaDevAttrMemoryClockRate, device.index()));
   return out;
 }
 

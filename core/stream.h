@@ -96,6 +96,8 @@ struct DeviceProperties {
   size_t l2_cache_bytes = 0;
   size_t shared_memory_per_block = 0;  ///< opt-in maximum, bytes
   int memory_bus_width = 0;            ///< bits
+  int max_clock_khz = 0;               ///< the SMs' maximum (boost) clock
+  int memory_clock_khz = 0;            ///< the memory's maximum clock
 };
 
 /// The properties of `device` (throws for a device index out of range).

@@ -260,6 +260,19 @@ std::string start_cupti(TracerState& s) {
   return "";
 }
 
+// Waits for the current device and has CUPTI hand back every buffer; false when nothing
+// records. Every launched kernel must have finished before its record can be flushed.
+// Errors are the user's to see on their next CUDA call; the profiler reads what completed.
+bool flush_completed(TracerState& s) {
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.running) return false;
+  }
+  (void)cudaDeviceSynchronize();
+  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  return true;
+}
+
 }  // namespace
 
 std::string DeviceTracer::start(std::chrono::steady_clock::time_point origin) {
@@ -289,14 +302,7 @@ std::string DeviceTracer::start(std::chrono::steady_clock::time_point origin) {
 
 DeviceRecords DeviceTracer::stop() {
   TracerState& s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.running) return {};
-  }
-  // Every launched kernel must have finished before its record can be flushed. Errors are
-  // the user's to see on their next CUDA call; the profiler only reads what completed.
-  (void)cudaDeviceSynchronize();
-  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!flush_completed(s)) return {};
 
   DeviceRecords out;
   std::vector<Launch> launches;
@@ -349,12 +355,7 @@ DeviceRecords DeviceTracer::stop() {
 
 void DeviceTracer::discard() {
   TracerState& s = state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.running) return;
-  }
-  (void)cudaDeviceSynchronize();
-  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!flush_completed(s)) return;
   std::lock_guard<std::mutex> lock(s.mutex);
   s.events.clear();
   s.dropped = 0;

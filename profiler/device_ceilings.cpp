@@ -16,6 +16,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+
+#include "../core/cuda_guard.h"
+#include "../core/error.h"
+#include "../core/stream.h"
 #endif
 
 namespace kiln::profiler {
@@ -124,25 +128,15 @@ double measure_copy_bandwidth(size_t size) {
 
 // The ceilings of `device`, measured and computed now; std::nullopt after a CUDA error.
 std::optional<DeviceCeilings> find_ceilings(int device) {
-  int count = 0;
-  if (!ok(cudaGetDeviceCount(&count)) || device < 0 || device >= count) {
+  cuda::DeviceProperties prop;
+  try {
+    if (device < 0 || device >= cuda::device_count()) return std::nullopt;
+    prop = cuda::device_properties(Device::cuda(device));
+  } catch (const Error&) {
     (void)cudaGetLastError();
     return std::nullopt;
   }
-  int previous = 0;
-  int sms = 0, clock_khz = 0, major = 0, minor = 0, memory_clock_khz = 0, bus_bits = 0;
-  cudaDeviceProp prop{};
-  const bool queried = ok(cudaGetDevice(&previous)) && ok(cudaGetDeviceProperties(&prop, device)) &&
-                       ok(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) &&
-                       ok(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device)) &&
-                       ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) &&
-                       ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) &&
-                       ok(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device)) &&
-                       ok(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
-  if (!queried) {
-    (void)cudaGetLastError();
-    return std::nullopt;
-  }
+  const int sms = prop.multiprocessors, clock_khz = prop.max_clock_khz, major = prop.major, minor = prop.minor;
 
   DeviceCeilings c;
   c.device = device;
@@ -169,18 +163,21 @@ std::optional<DeviceCeilings> find_ceilings(int device) {
   }
 
   // Memory bandwidth: measured on the device, else the theoretical bus figure.
-  if (ok(cudaSetDevice(device))) {
+  try {
+    const cuda::DeviceGuard on_device(device);
     c.memory_bytes_per_s = measure_copy_bandwidth(kCopyBytes);
-    (void)cudaSetDevice(previous);
+  } catch (const Error&) {
+    c.memory_bytes_per_s = 0;
   }
   (void)cudaGetLastError();
   if (c.memory_bytes_per_s > 0) {
     c.memory_source = fmt::format("measured: D2D copy of {} MiB, median of {}", kCopyBytes >> 20, kTimedCopies);
   } else {
     // Double data rate: two transfers per memory clock over the whole bus.
-    c.memory_bytes_per_s = 2.0 * static_cast<double>(memory_clock_khz) * 1e3 * static_cast<double>(bus_bits) / 8.0;
+    c.memory_bytes_per_s =
+        2.0 * static_cast<double>(prop.memory_clock_khz) * 1e3 * static_cast<double>(prop.memory_bus_width) / 8.0;
     c.memory_source = fmt::format("theoretical: 2 x {} MHz x {}-bit bus; the D2D copy could not run",
-                                  memory_clock_khz / 1000, bus_bits);
+                                  prop.memory_clock_khz / 1000, prop.memory_bus_width);
   }
   return c;
 }

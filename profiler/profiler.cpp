@@ -117,9 +117,8 @@ void Profiler::step() {
     // Warm-up events are dropped, but the recording goes on: CUPTI's set-up, paid during
     // the warm-up, is not paid again by the first active step.
     (void)Collector::instance().stop();
-    Collector::instance().start(origin_);
-    generation_ = Collector::instance().generation();
-    if (tracing_device_) DeviceTracer::discard();
+    start_collector();
+    if (tracing_device()) DeviceTracer::discard();
   }
   if (action_ != ProfilerAction::None && !recording_) begin_recording();
   open_step_scope();
@@ -133,15 +132,18 @@ void Profiler::stop() {
   if (recording_) end_recording(action_ == ProfilerAction::Record || action_ == ProfilerAction::RecordAndSave);
 }
 
+void Profiler::start_collector() {
+  Collector::instance().start(origin_);
+  generation_ = Collector::instance().generation();
+}
+
 void Profiler::begin_recording() {
   recorder().record_shapes = options_.record_shapes;
   recorder().with_flops = options_.with_flops;
-  Collector::instance().start(origin_);
-  generation_ = Collector::instance().generation();
+  start_collector();
   const bool want_cuda =
       std::find(options_.activities.begin(), options_.activities.end(), Activity::CUDA) != options_.activities.end();
   device_status_ = want_cuda ? DeviceTracer::start(origin_) : "CUDA activity was not requested";
-  tracing_device_ = want_cuda && device_status_.empty();
   add_op_observer(&recorder());
   if (options_.profile_memory) set_memory_observer(&on_memory);
   recording_ = true;
@@ -152,8 +154,7 @@ void Profiler::end_recording(bool keep) {
   if (options_.profile_memory) set_memory_observer(nullptr);
   std::vector<ProfileEvent> events = Collector::instance().stop();
   DeviceRecords device;
-  if (tracing_device_) device = DeviceTracer::stop();
-  tracing_device_ = false;
+  if (tracing_device()) device = DeviceTracer::stop();
   recording_ = false;
   if (!keep) return;
   // Device events follow the host events; each names the op whose handle it carried.

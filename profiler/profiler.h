@@ -89,6 +89,9 @@ class Profiler {
   void end_recording(bool deliver);
   void open_step_scope();
   void close_step_scope();
+  void start_collector();  // a new host recording; generation_ names it
+  // The recording traces device activity (CUPTI started without an error).
+  bool tracing_device() const { return recording_ && device_status_.empty(); }
 
   ProfilerOptions options_;
   bool running_ = false;
@@ -98,7 +101,6 @@ class Profiler {
   std::vector<ProfileEvent> events_;
   std::chrono::steady_clock::time_point origin_{};
   uint64_t generation_ = 0;  // the collector's recording whose handles the device records carry
-  bool tracing_device_ = false;
   std::string device_status_ = "not recorded yet";
   uint64_t dropped_device_records_ = 0;
   int64_t step_scope_ = -1;  // the open "ProfilerStep#N" scope (with a schedule)
