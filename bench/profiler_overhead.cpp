@@ -1,11 +1,14 @@
 // The profiler's cost per op: host nanoseconds to issue a 1-element float32 add (result
-// discarded) with no profiler, with one recording CPU and CUDA activity (CUPTI kernel and
-// external-correlation records: the issue's "recording" figure), with one recording input
+// discarded) with no profiler, with one recording CPU and CUDA activity (CUPTI kernel, memcpy and
+// memset records: the issue's "recording" figure), with one recording input
 // shapes too, and with one recording CPU activity only; timed in turns (batches of 200, the
 // profiler started, with one op run, and stopped untimed around each batch of the recording
-// variants; medians of 301 rounds); and the fixed cost of a whole one-op profile. On the GPU when one is visible, with
-// the stream drained untimed between batches, else on the CPU. "off" is also timed before the first profile, because
-// once CUPTI has been enabled in a process its hooks may cost launches something even while no profile records.
+// variants; medians of 301 rounds); and the fixed cost of a whole one-op profile. On a GPU it
+// also times the add under CUPTI's kernel records alone, set up here with no profiler: the
+// floor that any profiler built on CUPTI's activity API pays per launch on this host, so that
+// the profiler's own share (recording minus that floor) can be told apart from CUPTI's. On the GPU when one is visible,
+// with the stream drained untimed between batches, else on the CPU. "off" is also timed before the first profile,
+// because once CUPTI has been enabled in a process its hooks may cost launches something even while no profile records.
 // bench/libtorch/libtorch_profiler_overhead.cpp measures Kineto the same way; the GPU check runs both and compares the
 // added microseconds.
 //
@@ -14,7 +17,36 @@
 
 #include "bench/bench_util.h"
 
+#ifdef KILN_WITH_CUDA
+#include <cupti.h>
+
+#include <cstdlib>
+#endif
+
 using namespace kiln;
+
+#ifdef KILN_WITH_CUDA
+// CUPTI's kernel records with nothing else: buffers dropped unread, CUPTI finalized after
+// each batch as the profiler does.
+namespace cupti_floor {
+void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, size_t{4} << 20));
+  *size = *buffer != nullptr ? size_t{4} << 20 : 0;
+  *max_records = 0;
+}
+void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
+bool start() {
+  return cuptiActivityRegisterCallbacks(requested, completed) == CUPTI_SUCCESS &&
+         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
+}
+void stop() {
+  cuda::synchronize();
+  (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  (void)cuptiFinalize();
+}
+}  // namespace cupti_floor
+#endif
 
 int main() {
   const Device device = cuda::is_available() ? Device::cuda(0) : Device::cpu();
@@ -47,6 +79,20 @@ int main() {
   };
   turns.add("on", kCalls, add_once, starting(plain), [&] { plain.stop(); });
   turns.add("on_shapes", kCalls, add_once, starting(shapes), [&] { shapes.stop(); });
+  bool floor_measured = false;
+#ifdef KILN_WITH_CUDA
+  if (device.is_cuda()) {
+    floor_measured = true;
+    turns.add(
+        "cupti_kernel_records", kCalls, add_once,
+        [&] {
+          floor_measured = cupti_floor::start() && floor_measured;
+          add_once();
+          drain();
+        },
+        cupti_floor::stop);
+  }
+#endif
   turns.add("on_cpu_only", kCalls, add_once, starting(cpu_only), [&] { cpu_only.stop(); });
   turns.add("one_op_profile", 1, [&] {
     plain.start();
@@ -69,6 +115,9 @@ int main() {
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording (CPU + CUDA)", on);
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording shapes", on_shapes);
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording CPU only", on_cpu);
+  if (floor_measured)
+    fmt::print("{:<46} {:>10.3f}\n", "add, CUPTI kernel records alone (no profiler)",
+               turns.median_ns("cupti_kernel_records") / 1e3);
   fmt::print("{:<46} {:>10.3f}\n", "RecordFunction scope, no profiler", turns.median_ns("scope_off") / 1e3);
   fmt::print("{:<46} {:>10.3f}\n", "one-op profile: start, add, stop (us)", turns.median_ns("one_op_profile") / 1e3);
   fmt::print("\nprofiler adds {:.3f} us per op ({:.3f} us with shapes)\n", on - off, on_shapes - off);
@@ -77,5 +126,12 @@ int main() {
   fmt::print("RESULT kiln_profiler_added_us {:.3f}\nRESULT kiln_profiler_shapes_added_us {:.3f}\n", on - off,
              on_shapes - off);
   fmt::print("RESULT kiln_profiler_off_us {:.3f}\nRESULT kiln_profiler_on_us {:.3f}\n", off, on);
+  if (floor_measured) {
+    const double floor = turns.median_ns("cupti_kernel_records") / 1e3 - off;
+    fmt::print(
+        "CUPTI's kernel records alone add {:.3f} us per op on this host; the profiler's own share is {:.3f} us\n",
+        floor, on - off - floor);
+    fmt::print("RESULT kiln_profiler_cupti_floor_us {:.3f}\n", floor);
+  }
   return 0;
 }

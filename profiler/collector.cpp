@@ -37,6 +37,8 @@ int64_t Collector::current_handle() {
   return t.open.empty() ? -1 : make_handle(t.generation, t.open.back());
 }
 
+uint64_t Collector::thread_id() { return thread_number(); }
+
 uint64_t Collector::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return generation_;
@@ -90,7 +92,7 @@ int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vect
   e.kind = kind;
   e.start_ns = now_ns();
   e.end_ns = -1;  // open
-  e.thread = thread_number();
+  e.thread = thread_id();
   e.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
   e.input_shapes = std::move(shapes);
   t.open.push_back(index);

@@ -40,6 +40,9 @@ class Collector {
   /// The handle of the calling thread's innermost open event, or -1: what the device
   /// tracer ties a launch to. Lock-free (thread-local state only).
   static int64_t current_handle();
+  /// The calling thread's number, as host events record it in `thread` (from 1, fixed for
+  /// the thread's life). Lock-free.
+  static uint64_t thread_id();
 
   /// Starts a recording (clearing any previous events); `origin` is time zero.
   void start(std::chrono::steady_clock::time_point origin);

@@ -1,8 +1,8 @@
 // What the profiler records: one ProfileEvent per op call, user scope, kernel, memcpy or
 // memset, with times on one clock (nanoseconds since the profiler started) and the links
 // that the tables need: a CPU event's parent (the op or scope that was open when it began)
-// and a device event's launcher (the op or scope that launched it, found through CUPTI's
-// correlation id of the launch; device_tracer.h).
+// and a device event's launcher (the op or scope that launched it, found from the launching
+// thread and time CUPTI reports, or the correlation id of the launch; device_tracer.h).
 //
 // Events are plain data so that aggregation and formatting (key_averages.h) can be tested
 // on synthetic streams, without a profiler running.
@@ -42,7 +42,7 @@ struct ProfileEvent {
   MathKind math = MathKind::None;  ///< with_flops: the arithmetic of those FLOPs
   // Device events (from CUPTI activity records):
   uint64_t correlation = 0;          ///< CUPTI's correlation id of the launch
-  int64_t launch_ns = -1;            ///< when the runtime call that launched it began (-1: unknown)
+  int64_t launch_ns = -1;            ///< when it was launched: a kernel's queued time, a copy's call (-1: unknown)
   std::array<int32_t, 3> grid{};     ///< kernels: grid size (blocks)
   std::array<int32_t, 3> block{};    ///< kernels: block size (threads)
   int32_t registers_per_thread = 0;  ///< kernels

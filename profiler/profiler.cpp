@@ -13,6 +13,7 @@
 #include "collector.h"
 #include "device_ceilings.h"
 #include "device_tracer.h"
+#include "launch_attribution.h"
 #include "op_cost.h"
 
 namespace kiln::profiler {
@@ -157,14 +158,23 @@ void Profiler::end_recording(bool keep) {
   if (tracing_device()) device = DeviceTracer::stop();
   recording_ = false;
   if (!keep) return;
-  // Device events follow the host events; each names the op whose handle it carried.
-  const size_t host_events = events.size();
+  // Device events follow the host events; each names the op whose handle it carried, or
+  // else the innermost op open on its launching thread when it was launched.
+  std::vector<int64_t> launchers(device.events.size(), -1);
+  {
+    const LaunchAttribution attribution(events);  // before `events` grows
+    for (size_t i = 0; i < device.events.size(); ++i) {
+      const ProfileEvent& e = device.events[i];
+      if (const std::optional<size_t> op = Collector::index_in(device.launcher_handles[i], generation_);
+          op && *op < events.size())
+        launchers[i] = static_cast<int64_t>(*op);
+      else if (device.launch_threads[i] != 0 && e.launch_ns >= 0)
+        launchers[i] = attribution.innermost(device.launch_threads[i], e.launch_ns);
+    }
+  }
   for (size_t i = 0; i < device.events.size(); ++i) {
-    ProfileEvent& e = device.events[i];
-    if (const std::optional<size_t> op = Collector::index_in(device.launcher_handles[i], generation_);
-        op && *op < host_events)
-      e.launcher = static_cast<int64_t>(*op);
-    events.push_back(std::move(e));
+    device.events[i].launcher = launchers[i];
+    events.push_back(std::move(device.events[i]));
   }
   dropped_device_records_ = device.dropped;
   if (device.dropped > 0)

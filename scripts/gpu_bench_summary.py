@@ -45,7 +45,9 @@ def main(paths):
     if p is not None and ps is not None:
         ko, kn = r.get("kiln_profiler_off_us"), r.get("kiln_profiler_on_us")
         text = f"Kiln +{p:.2f} (" + (f"off {ko:.2f}, on {kn:.2f}; " if ko is not None and kn is not None else "")
-        text += f"shapes +{ps:.2f})"
+        text += f"shapes +{ps:.2f}"
+        floor = r.get("kiln_profiler_cupti_floor_us")
+        text += f"; CUPTI's kernel records alone +{floor:.2f})" if floor is not None else ")"
         t, ts = r.get("libtorch_profiler_added_us"), r.get("libtorch_profiler_shapes_added_us")
         if t is not None and ts is not None:
             text += (f"; LibTorch Kineto +{t:.2f} (off {r['libtorch_profiler_off_us']:.2f}, "

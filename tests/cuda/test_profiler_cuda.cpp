@@ -2,14 +2,17 @@
 // scopes that launched them, on the profiler's clock (a kernel starts after its op began
 // and ends before the profile stopped), Self CUDA / CUDA total as key_averages.h defines
 // them, the table's CUDA columns and kernel rows, the trace's kernel events and flows, and
-// recordings that do not leak into one another.
+// recordings that do not leak into one another, and kernels launched on several threads at
+// once each under the op of the thread that launched it.
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "profiler/chrome_trace.h"
 #include "profiler/profiler.h"
@@ -180,6 +183,72 @@ TEST_CASE("profiler (CUDA): each recording holds its own kernels only; a schedul
   }
   scheduled.stop();
   CHECK(per_span == std::vector<int64_t>{3 + 4});  // the active steps 2 and 3
+}
+
+TEST_CASE("profiler (CUDA): kernels launched on three threads at once are each under their own thread's op") {
+  constexpr int kThreads = 3, kOps = 300;
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < kThreads; ++k) inputs.push_back(randn({4096}, TensorOptions().device(kGpu)));
+  std::vector<Stream> streams;
+  for (int k = 0; k < kThreads; ++k) streams.push_back(Stream::create(kGpu));
+  cuda::synchronize(kGpu);
+  void* scratch = nullptr;
+  REQUIRE(cudaMalloc(&scratch, 1 << 16) == cudaSuccess);
+
+  Profiler prof;
+  prof.start();
+  std::atomic<int> ready{0};
+  auto work = [&](int k) {
+    cuda::StreamGuard guard(streams[static_cast<size_t>(k)]);
+    ready.fetch_add(1);
+    while (ready.load() < kThreads) std::this_thread::yield();  // all launch at once
+    profiler::RecordFunction scope("thread_" + std::to_string(k));
+    for (int i = 0; i < kOps; ++i) (void)add(inputs[static_cast<size_t>(k)], inputs[static_cast<size_t>(k)]);
+    streams[static_cast<size_t>(k)].synchronize();
+  };
+  std::vector<std::thread> threads;
+  for (int k = 1; k < kThreads; ++k) threads.emplace_back(work, k);
+  // Meanwhile a thread with no profiler event open issues a memset: it has no launcher.
+  std::thread unscoped([&] {
+    while (ready.load() < kThreads) std::this_thread::yield();
+    (void)cudaMemsetAsync(scratch, 0, 1 << 16, reinterpret_cast<cudaStream_t>(streams[0].id()));
+  });
+  work(0);
+  for (std::thread& t : threads) t.join();
+  unscoped.join();
+  cuda::synchronize(kGpu);
+  prof.stop();
+  REQUIRE(cudaFree(scratch) == cudaSuccess);
+  if (!traced(prof)) return;
+  CHECK(prof.dropped_device_records() == 0);
+
+  const std::vector<ProfileEvent>& events = prof.events();
+  std::map<std::string, int64_t> kernels_under;  // scope name -> kernels of its adds
+  std::map<std::string, const ProfileEvent*> scopes;
+  int64_t memsets = 0;
+  for (const ProfileEvent& e : events) {
+    if (e.kind == EventKind::UserScope) scopes[e.name] = &e;
+    if (e.kind == EventKind::Memset) {
+      ++memsets;
+      CHECK(e.launcher == -1);
+    }
+    if (e.kind != EventKind::Kernel) continue;
+    REQUIRE(e.launcher >= 0);
+    const ProfileEvent& op = events[static_cast<size_t>(e.launcher)];
+    CHECK(op.name == "kiln::add");
+    CHECK(e.launch_ns >= op.start_ns);
+    CHECK(e.launch_ns <= op.end_ns);
+    REQUIRE(op.parent >= 0);
+    const ProfileEvent& scope = events[static_cast<size_t>(op.parent)];
+    CHECK(scope.thread == op.thread);
+    ++kernels_under[scope.name];
+  }
+  CHECK(memsets == 1);
+  REQUIRE(scopes.size() == static_cast<size_t>(kThreads));
+  for (int k = 0; k < kThreads; ++k) CHECK(kernels_under["thread_" + std::to_string(k)] == kOps);
+  // The threads did launch at the same time (else this would test nothing).
+  const ProfileEvent &first = *scopes["thread_0"], &second = *scopes["thread_1"];
+  CHECK(std::max(first.start_ns, second.start_ns) < std::min(first.end_ns, second.end_ns));
 }
 
 TEST_CASE("profiler (CUDA): profile_memory charges device blocks to the op that allocated them") {
