@@ -8,9 +8,12 @@ namespace kiln::profiler {
 LaunchAttribution::LaunchAttribution(const std::vector<ProfileEvent>& host_events) : events_(host_events) {
   for (size_t i = 0; i < events_.size(); ++i)
     if (!on_device(events_[i].kind)) by_thread_[events_[i].thread].push_back(i);
+  // A recording's events are in begin order already (the collector stamps them under its
+  // lock); anything else is sorted.
+  const auto by_start = [&](size_t a, size_t b) { return events_[a].start_ns < events_[b].start_ns; };
   for (auto& [thread, indices] : by_thread_)
-    std::stable_sort(indices.begin(), indices.end(),
-                     [&](size_t a, size_t b) { return events_[a].start_ns < events_[b].start_ns; });
+    if (!std::is_sorted(indices.begin(), indices.end(), by_start))
+      std::stable_sort(indices.begin(), indices.end(), by_start);
 }
 
 int64_t LaunchAttribution::innermost(uint64_t thread, int64_t time_ns) const {

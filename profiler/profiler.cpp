@@ -161,7 +161,7 @@ void Profiler::end_recording(bool keep) {
   // Device events follow the host events; each names the op whose handle it carried, or
   // else the innermost op open on its launching thread when it was launched.
   std::vector<int64_t> launchers(device.events.size(), -1);
-  {
+  if (!device.events.empty()) {
     const LaunchAttribution attribution(events);  // before `events` grows
     for (size_t i = 0; i < device.events.size(); ++i) {
       const ProfileEvent& e = device.events[i];

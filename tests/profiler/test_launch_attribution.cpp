@@ -60,6 +60,16 @@ TEST_CASE("launch attribution: device events among the host events are not launc
   CHECK(attribution.innermost(1, 15) == 0);
 }
 
+TEST_CASE("launch attribution: events given out of start order are found all the same") {
+  // add [40, 50] listed before its enclosing scope [0, 100].
+  std::vector<ProfileEvent> events = {on_thread(host("add", 40, 50, 1), 1),
+                                      on_thread(host("scope", 0, 100, -1, EventKind::UserScope), 1)};
+  const LaunchAttribution attribution(events);
+  CHECK(attribution.innermost(1, 45) == 0);
+  CHECK(attribution.innermost(1, 60) == 1);
+  CHECK(attribution.innermost(1, 10) == 1);
+}
+
 TEST_CASE("launch attribution: an empty recording names no launcher") {
   const std::vector<ProfileEvent> events;
   const LaunchAttribution attribution(events);
