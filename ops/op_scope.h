@@ -17,7 +17,7 @@ namespace kiln {
 
 /// What an observer sees of one op call.
 struct OpCall {
-  const char* name;                       ///< "add", "linear", ...
+  const char* name;                       ///< "add", "linear", ...: a static string (the profiler keeps it)
   std::span<const Tensor* const> inputs;  ///< tensor arguments, in signature order
   std::span<const Tensor> outputs;        ///< empty in on_op_begin
   int depth;                              ///< 0 for an op the user called, >0 when nested
@@ -45,7 +45,7 @@ extern std::atomic<bool> g_op_observers_active;
 /// RAII scope for one op call; see the file comment.
 class OpScope {
  public:
-  /// Opens the scope for op `name` with its tensor inputs.
+  /// Opens the scope for op `name` (a static string) with its tensor inputs.
   OpScope(const char* name, std::initializer_list<const Tensor*> inputs) : name_(name) {
     if (detail::g_op_observers_active.load(std::memory_order_relaxed)) [[unlikely]]
       begin(inputs);

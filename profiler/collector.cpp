@@ -1,5 +1,5 @@
-// The collector's bookkeeping: a mutex-guarded event list, and per thread a stack of open
-// events so each new event knows its parent.
+// The collector's bookkeeping: a mutex-guarded list of compact records, and per thread a
+// stack of open events so each new event knows its parent.
 #include "collector.h"
 
 namespace kiln::profiler {
@@ -60,49 +60,95 @@ int64_t Collector::now_ns() const {
 
 void Collector::start(std::chrono::steady_clock::time_point origin) {
   std::lock_guard<std::mutex> lock(mutex_);
-  events_.clear();
-  events_.reserve(4096);  // no regrowth during a typical recording
+  records_.clear();
+  records_.reserve(4096);  // no regrowth during a typical recording
+  names_.clear();
+  shapes_.clear();
   ++generation_;
   origin_ = origin;
   active_.store(true, std::memory_order_relaxed);
 }
 
 std::vector<ProfileEvent> Collector::stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  active_.store(false, std::memory_order_relaxed);
-  const int64_t now = now_ns();
-  for (ProfileEvent& e : events_)
-    if (e.end_ns < e.start_ns) e.end_ns = now;  // still open: ends with the recording
-  ++generation_;
-  return std::move(events_);
+  std::vector<Record> records;
+  std::vector<std::string> names;
+  std::vector<std::vector<std::vector<int64_t>>> shapes;
+  int64_t now = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active_.store(false, std::memory_order_relaxed);
+    now = now_ns();
+    ++generation_;
+    records = std::move(records_);
+    names = std::move(names_);
+    shapes = std::move(shapes_);
+    records_.clear();
+    names_.clear();
+    shapes_.clear();
+  }
+  std::vector<ProfileEvent> events(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    ProfileEvent& e = events[i];
+    e.name = r.op_name != nullptr ? std::string("kiln::") + r.op_name : std::move(names[r.name_index]);
+    e.kind = r.kind;
+    e.start_ns = r.start_ns;
+    e.end_ns = r.end_ns < r.start_ns ? now : r.end_ns;  // still open: ends with the recording
+    e.thread = r.thread;
+    e.parent = r.parent;
+    if (r.shapes_index > 0) e.input_shapes = std::move(shapes[r.shapes_index - 1]);
+    e.cpu_memory_bytes = r.cpu_memory_bytes;
+    e.cuda_memory_bytes = r.cuda_memory_bytes;
+    e.flops = r.flops;
+    e.bytes = r.bytes;
+    e.math = r.math;
+  }
+  return events;
+}
+
+int64_t Collector::open(Record& r, std::vector<std::vector<int64_t>> shapes) {
+  ThreadState& t = t_state;
+  if (t.generation != generation_) {
+    t.generation = generation_;
+    t.open.clear();
+  }
+  const size_t index = records_.size() - 1;  // `r` is the last record
+  r.start_ns = now_ns();
+  r.thread = thread_id();
+  r.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
+  if (!shapes.empty()) {
+    shapes_.push_back(std::move(shapes));
+    r.shapes_index = static_cast<uint32_t>(shapes_.size());
+  }
+  t.open.push_back(index);
+  return make_handle(generation_, index);
 }
 
 int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vector<int64_t>> shapes) {
   if (!active()) return -1;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!active_.load(std::memory_order_relaxed)) return -1;
-  ThreadState& t = t_state;
-  if (t.generation != generation_) {
-    t.generation = generation_;
-    t.open.clear();
-  }
-  const size_t index = events_.size();
-  ProfileEvent& e = events_.emplace_back();  // filled in place: no event moved
-  e.name = std::move(name);
-  e.kind = kind;
-  e.start_ns = now_ns();
-  e.end_ns = -1;  // open
-  e.thread = thread_id();
-  e.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
-  e.input_shapes = std::move(shapes);
-  t.open.push_back(index);
-  return make_handle(generation_, index);
+  Record& r = records_.emplace_back();
+  r.kind = kind;
+  r.name_index = static_cast<uint32_t>(names_.size());
+  names_.push_back(std::move(name));
+  return open(r, std::move(shapes));
+}
+
+int64_t Collector::begin_op(const char* op_name, std::vector<std::vector<int64_t>> shapes) {
+  if (!active()) return -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_.load(std::memory_order_relaxed)) return -1;
+  Record& r = records_.emplace_back();
+  r.kind = EventKind::CpuOp;
+  r.op_name = op_name;
+  return open(r, std::move(shapes));
 }
 
 std::optional<size_t> Collector::live_index(int64_t handle) const {
   // A handle of an earlier recording (that recording is over) names nothing.
   const std::optional<size_t> index = index_in(handle, generation_);
-  if (!index || *index >= events_.size()) return std::nullopt;
+  if (!index || *index >= records_.size()) return std::nullopt;
   return index;
 }
 
@@ -110,9 +156,9 @@ void Collector::set_cost(int64_t handle, double flops, double bytes, MathKind ma
   if (handle < 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (const std::optional<size_t> index = live_index(handle)) {
-    events_[*index].flops = flops;
-    events_[*index].bytes = bytes;
-    events_[*index].math = math;
+    records_[*index].flops = flops;
+    records_[*index].bytes = bytes;
+    records_[*index].math = math;
   }
 }
 
@@ -121,8 +167,8 @@ void Collector::memory(bool cuda, int64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   ThreadState& t = t_state;
   if (!active_.load(std::memory_order_relaxed) || t.generation != generation_ || t.open.empty()) return;
-  ProfileEvent& e = events_[t.open.back()];
-  (cuda ? e.cuda_memory_bytes : e.cpu_memory_bytes) += bytes;
+  Record& r = records_[t.open.back()];
+  (cuda ? r.cuda_memory_bytes : r.cpu_memory_bytes) += bytes;
 }
 
 void Collector::end(int64_t handle) {
@@ -132,7 +178,7 @@ void Collector::end(int64_t handle) {
   const std::optional<size_t> live = live_index(handle);
   if (!live) return;
   const size_t index = *live;
-  events_[index].end_ns = now_ns();
+  records_[index].end_ns = now_ns();
   if (t.generation != generation_) return;
   // Normally the innermost; a scope closed out of order is taken out wherever it is.
   for (size_t i = t.open.size(); i-- > 0;)

@@ -33,8 +33,7 @@ class OpRecorder final : public OpObserver {
       shapes.reserve(call.inputs.size());
       for (const Tensor* t : call.inputs) shapes.emplace_back(t->sizes().begin(), t->sizes().end());
     }
-    t_handles.push_back(
-        Collector::instance().begin(std::string("kiln::") + call.name, EventKind::CpuOp, std::move(shapes)));
+    t_handles.push_back(Collector::instance().begin_op(call.name, std::move(shapes)));
   }
   void on_op_end(const OpCall& call) override {
     if (t_handles.empty()) return;  // the op began before recording started
