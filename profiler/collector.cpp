@@ -106,13 +106,24 @@ std::vector<ProfileEvent> Collector::stop() {
   return events;
 }
 
-int64_t Collector::open(Record& r, std::vector<std::vector<int64_t>> shapes) {
+int64_t Collector::open(EventKind kind, const char* op_name, std::string* name,
+                        std::vector<std::vector<int64_t>> shapes) {
+  if (!active()) return -1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!active_.load(std::memory_order_relaxed)) return -1;
   ThreadState& t = t_state;
   if (t.generation != generation_) {
     t.generation = generation_;
     t.open.clear();
   }
-  const size_t index = records_.size() - 1;  // `r` is the last record
+  const size_t index = records_.size();
+  Record& r = records_.emplace_back();
+  r.kind = kind;
+  r.op_name = op_name;
+  if (name != nullptr) {
+    r.name_index = static_cast<uint32_t>(names_.size());
+    names_.push_back(std::move(*name));
+  }
   r.start_ns = now_ns();
   r.thread = thread_id();
   r.parent = t.open.empty() ? -1 : static_cast<int64_t>(t.open.back());
@@ -125,24 +136,11 @@ int64_t Collector::open(Record& r, std::vector<std::vector<int64_t>> shapes) {
 }
 
 int64_t Collector::begin(std::string name, EventKind kind, std::vector<std::vector<int64_t>> shapes) {
-  if (!active()) return -1;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!active_.load(std::memory_order_relaxed)) return -1;
-  Record& r = records_.emplace_back();
-  r.kind = kind;
-  r.name_index = static_cast<uint32_t>(names_.size());
-  names_.push_back(std::move(name));
-  return open(r, std::move(shapes));
+  return open(kind, nullptr, &name, std::move(shapes));
 }
 
 int64_t Collector::begin_op(const char* op_name, std::vector<std::vector<int64_t>> shapes) {
-  if (!active()) return -1;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!active_.load(std::memory_order_relaxed)) return -1;
-  Record& r = records_.emplace_back();
-  r.kind = EventKind::CpuOp;
-  r.op_name = op_name;
-  return open(r, std::move(shapes));
+  return open(EventKind::CpuOp, op_name, nullptr, std::move(shapes));
 }
 
 std::optional<size_t> Collector::live_index(int64_t handle) const {

@@ -78,8 +78,9 @@ class Collector {
   };
 
   Collector() = default;
-  // Opens a record on this thread (mutex held, recording); returns its handle.
-  int64_t open(Record& r, std::vector<std::vector<int64_t>> shapes);
+  // Opens a record on this thread, named `op_name` (an op) or `*name` (moved from); returns
+  // its handle, or -1 when not recording.
+  int64_t open(EventKind kind, const char* op_name, std::string* name, std::vector<std::vector<int64_t>> shapes);
   // The index of the event `handle` names, if it belongs to the current recording (mutex held).
   std::optional<size_t> live_index(int64_t handle) const;
 

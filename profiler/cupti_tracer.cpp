@@ -43,6 +43,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "../core/device.h"
@@ -164,8 +166,9 @@ ProfileEvent device_event(EventKind kind, uint64_t start, uint64_t end, uint32_t
   return e;
 }
 
-// One record, from a buffer requested on thread `thread`, into the state (mutex held).
-void take_record(TracerState& s, const CUpti_Activity* record, uint64_t thread) {
+// A kernel, memcpy or memset record as a ProfileEvent (times still on CUPTI's clock, kernel
+// names still mangled); nullopt for the other kinds.
+std::optional<ProfileEvent> event_of(const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
@@ -177,9 +180,7 @@ void take_record(TracerState& s, const CUpti_Activity* record, uint64_t thread) 
       e.registers_per_thread = k->registersPerThread;
       e.shared_memory_bytes = static_cast<int64_t>(k->staticSharedMemory) + k->dynamicSharedMemory;
       if (k->queued != CUPTI_TIMESTAMP_UNKNOWN) e.launch_ns = static_cast<int64_t>(k->queued);  // CUPTI's clock
-      s.events.push_back(std::move(e));
-      s.event_threads.push_back(thread);
-      break;
+      return e;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
@@ -187,21 +188,17 @@ void take_record(TracerState& s, const CUpti_Activity* record, uint64_t thread) 
       e.detail = memcpy_kind(m->copyKind);
       e.name = fmt::format("Memcpy {} ({} -> {})", e.detail, memory_kind(m->srcKind), memory_kind(m->dstKind));
       e.transfer_bytes = static_cast<int64_t>(m->bytes);
-      s.events.push_back(std::move(e));
-      s.event_threads.push_back(thread);
-      break;
+      return e;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       ProfileEvent e = device_event(EventKind::Memset, m->start, m->end, m->deviceId, m->streamId, m->correlationId);
       e.name = fmt::format("Memset ({})", memory_kind(m->memoryKind));
       e.transfer_bytes = static_cast<int64_t>(m->bytes);
-      s.events.push_back(std::move(e));
-      s.event_threads.push_back(thread);
-      break;
+      return e;
     }
     default:
-      break;
+      return std::nullopt;
   }
 }
 
@@ -229,8 +226,13 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     CUpti_Activity* record = nullptr;
-    while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS)
-      if (s.running) take_record(s, record, thread);
+    while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+      if (!s.running) continue;
+      if (std::optional<ProfileEvent> e = event_of(record)) {
+        s.events.push_back(std::move(*e));
+        s.event_threads.push_back(thread);  // the buffer's thread launched it
+      }
+    }
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) s.dropped += dropped;
   }
@@ -346,15 +348,17 @@ DeviceRecords DeviceTracer::stop() {
   TracerState& s = state();
   if (!flush_completed(s)) return {};
 
-  DeviceRecords raw;  // in CUPTI's order, on CUPTI's clock
+  std::vector<ProfileEvent> events;  // in CUPTI's order, on CUPTI's clock
+  std::vector<uint64_t> threads;     // per event: its launching thread
+  DeviceRecords out;
   std::vector<Launch> launches;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     stop_cupti(s);
     s.running = false;
-    raw.events = std::move(s.events);
-    raw.launch_threads = std::move(s.event_threads);
-    raw.dropped = s.dropped;
+    events = std::move(s.events);
+    threads = std::move(s.event_threads);
+    out.dropped = s.dropped;
     s.events.clear();
     s.event_threads.clear();
     std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
@@ -373,7 +377,7 @@ DeviceRecords DeviceTracer::stop() {
   for (const Launch& l : launches) launch_of[l.correlation] = &l;
   std::unordered_map<std::string, std::string> demangled;
   const int64_t device_origin = s.origin_ns + s.offset_ns;  // time zero on CUPTI's clock
-  for (ProfileEvent& e : raw.events) {
+  for (ProfileEvent& e : events) {
     e.start_ns -= device_origin;
     e.end_ns -= device_origin;
     if (e.launch_ns >= 0) e.launch_ns -= device_origin;
@@ -384,18 +388,16 @@ DeviceRecords DeviceTracer::stop() {
     }
   }
   // In start order, each event with its launching thread and the callback's launcher.
-  std::vector<size_t> order(raw.events.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<size_t> order(events.size());
+  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return raw.events[a].start_ns < raw.events[b].start_ns; });
-  DeviceRecords out;
-  out.dropped = raw.dropped;
+                   [&](size_t a, size_t b) { return events[a].start_ns < events[b].start_ns; });
   out.events.reserve(order.size());
   out.launch_threads.reserve(order.size());
   out.launcher_handles.reserve(order.size());
   for (size_t i : order) {
-    ProfileEvent& e = out.events.emplace_back(std::move(raw.events[i]));
-    out.launch_threads.push_back(raw.launch_threads[i]);
+    ProfileEvent& e = out.events.emplace_back(std::move(events[i]));
+    out.launch_threads.push_back(threads[i]);
     const auto it = launch_of.find(static_cast<uint32_t>(e.correlation));
     out.launcher_handles.push_back(it != launch_of.end() ? it->second->handle : -1);
     if (it != launch_of.end()) e.launch_ns = it->second->time_ns - s.origin_ns;
