@@ -205,6 +205,14 @@ int main(int argc, char** argv) {
   std::printf("%-48s %10s %10s\n", "CUPTI set-up", "us/launch", "added");
   for (size_t i = 0; i < setups.size(); ++i)
     std::printf("%-48s %10.3f %+10.3f\n", setups[i].name, median(samples[i]), median(samples[i]) - none);
+  // For the gpu-check summary: what kernel records cost, and what each way of tying a kernel
+  // to its launching op costs on top of them.
+  const double records = median(samples[1]) - none;
+  std::printf("\nRESULT cupti_kernel_records_added_us %.3f\n", records);
+  std::printf("RESULT cupti_tie_latency_added_us %.3f\n", median(samples[2]) - none - records);
+  std::printf("RESULT cupti_tie_profiler_setup_added_us %.3f\n", median(samples[3]) - none - records);
+  std::printf("RESULT cupti_tie_callback_added_us %.3f\n", median(samples[4]) - none - records);
+  std::printf("RESULT cupti_tie_runtime_records_added_us %.3f\n", median(samples[5]) - none - records);
 
   // 2. Queued times lie inside the launching call.
   {

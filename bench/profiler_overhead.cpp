@@ -6,7 +6,9 @@
 // variants; medians of 301 rounds); and the fixed cost of a whole one-op profile. On a GPU it
 // also times the add under CUPTI's kernel records alone, set up here with no profiler: the
 // floor that any profiler built on CUPTI's activity API pays per launch on this host, so that
-// the profiler's own share (recording minus that floor) can be told apart from CUPTI's. On the GPU when one is visible,
+// the profiler's own share (recording minus that floor) can be told apart from CUPTI's; and
+// the same with each of the two CUPTI ways to tie a kernel to its launch added (latency
+// timestamps, the profiler's; runtime-API records, Kineto's). On the GPU when one is visible,
 // with the stream drained untimed between batches, else on the CPU. "off" is also timed before the first profile,
 // because once CUPTI has been enabled in a process its hooks may cost launches something even while no profile records.
 // bench/libtorch/libtorch_profiler_overhead.cpp measures Kineto the same way; the GPU check runs both and compares the
@@ -27,21 +29,32 @@ using namespace kiln;
 
 #ifdef KILN_WITH_CUDA
 // CUPTI's kernel records with nothing else: buffers dropped unread, CUPTI finalized after
-// each batch as the profiler does.
+// each batch as the profiler does. Optionally with one of the two ways to tie a kernel to the
+// host call that launched it: latency timestamps (each record's queued time; the profiler's
+// way) or runtime-API records of the launch calls (their thread and host times; Kineto's).
 namespace cupti_floor {
+enum class Tie { None, LatencyTimestamps, RuntimeRecords };
+constexpr CUpti_CallbackId kLaunchCalls[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                             CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000};
 void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, size_t{4} << 20));
   *size = *buffer != nullptr ? size_t{4} << 20 : 0;
   *max_records = 0;
 }
 void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) { std::free(buffer); }
-bool start() {
-  return cuptiActivityRegisterCallbacks(requested, completed) == CUPTI_SUCCESS &&
-         cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
+bool start(Tie tie) {
+  bool ok = cuptiActivityRegisterCallbacks(requested, completed) == CUPTI_SUCCESS;
+  if (tie == Tie::LatencyTimestamps) ok = ok && cuptiActivityEnableLatencyTimestamps(1) == CUPTI_SUCCESS;
+  if (tie == Tie::RuntimeRecords)
+    for (CUpti_CallbackId id : kLaunchCalls) ok = ok && cuptiActivityEnableRuntimeApi(id, 1) == CUPTI_SUCCESS;
+  return ok && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS;
 }
-void stop() {
+void stop(Tie tie) {
   cuda::synchronize();
   (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (tie == Tie::LatencyTimestamps) (void)cuptiActivityEnableLatencyTimestamps(0);
+  if (tie == Tie::RuntimeRecords)
+    for (CUpti_CallbackId id : kLaunchCalls) (void)cuptiActivityEnableRuntimeApi(id, 0);
   (void)cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   (void)cuptiFinalize();
 }
@@ -83,14 +96,18 @@ int main() {
 #ifdef KILN_WITH_CUDA
   if (device.is_cuda()) {
     floor_measured = true;
-    turns.add(
-        "cupti_kernel_records", kCalls, add_once,
-        [&] {
-          floor_measured = cupti_floor::start() && floor_measured;
-          add_once();
-          drain();
-        },
-        cupti_floor::stop);
+    using cupti_floor::Tie;
+    for (const auto& [name, tie] :
+         {std::pair{"cupti_kernel_records", Tie::None}, std::pair{"cupti_latency_timestamps", Tie::LatencyTimestamps},
+          std::pair{"cupti_runtime_records", Tie::RuntimeRecords}})
+      turns.add(
+          name, kCalls, add_once,
+          [&, tie] {
+            floor_measured = cupti_floor::start(tie) && floor_measured;
+            add_once();
+            drain();
+          },
+          [tie] { cupti_floor::stop(tie); });
   }
 #endif
   turns.add("on_cpu_only", kCalls, add_once, starting(cpu_only), [&] { cpu_only.stop(); });
@@ -115,9 +132,13 @@ int main() {
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording (CPU + CUDA)", on);
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording shapes", on_shapes);
   fmt::print("{:<46} {:>10.3f}\n", "add, profiler recording CPU only", on_cpu);
-  if (floor_measured)
+  if (floor_measured) {
     fmt::print("{:<46} {:>10.3f}\n", "add, CUPTI kernel records alone (no profiler)",
                turns.median_ns("cupti_kernel_records") / 1e3);
+    fmt::print("{:<46} {:>10.3f}\n", "  + latency timestamps", turns.median_ns("cupti_latency_timestamps") / 1e3);
+    fmt::print("{:<46} {:>10.3f}\n", "  + runtime-API records of launches",
+               turns.median_ns("cupti_runtime_records") / 1e3);
+  }
   fmt::print("{:<46} {:>10.3f}\n", "RecordFunction scope, no profiler", turns.median_ns("scope_off") / 1e3);
   fmt::print("{:<46} {:>10.3f}\n", "one-op profile: start, add, stop (us)", turns.median_ns("one_op_profile") / 1e3);
   fmt::print("\nprofiler adds {:.3f} us per op ({:.3f} us with shapes)\n", on - off, on_shapes - off);
@@ -132,6 +153,13 @@ int main() {
         "CUPTI's kernel records alone add {:.3f} us per op on this host; the profiler's own share is {:.3f} us\n",
         floor, on - off - floor);
     fmt::print("RESULT kiln_profiler_cupti_floor_us {:.3f}\n", floor);
+    const double latency = turns.median_ns("cupti_latency_timestamps") / 1e3 - off - floor,
+                 runtime = turns.median_ns("cupti_runtime_records") / 1e3 - off - floor;
+    fmt::print(
+        "tying kernels to their launch on top of that: latency timestamps {:+.3f} us, runtime-API records {:+.3f} us\n",
+        latency, runtime);
+    fmt::print("RESULT kiln_profiler_cupti_tie_latency_us {:.3f}\nRESULT kiln_profiler_cupti_tie_runtime_us {:.3f}\n",
+               latency, runtime);
   }
   return 0;
 }

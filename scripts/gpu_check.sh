@@ -74,14 +74,24 @@ done
 # run: processes started right after it measured slow launch floors in earlier checks.
 "$BUILD/bench/dispatch_overhead" > "$OUT/cpu_dispatch_overhead.txt" 2>&1
 "$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
-"$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
+# profiler_benches [KINETO_BENCH]: Kiln's profiler overhead, then Kineto's when given (so
+# that both see one host state), then what CUPTI alone costs a launch on this host. Run with
+# the LibTorch benchmarks when LibTorch is here (below), else here.
+profiler_benches() {
+  "$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
+  if [[ $# -gt 0 ]]; then "$1" > "$OUT/cuda_profiler_overhead_libtorch.txt" 2>&1; fi
+  "$BUILD/bench/cupti_launch_cost" > "$OUT/cuda_cupti_launch_cost.txt" 2>&1
+}
+have_torch=false
+python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null && have_torch=true
+$have_torch || profiler_benches
 "$BUILD/bench/cpu_gemm" --repeats 3 > "$OUT/cpu_gemm.txt" 2>&1
 "$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
 "$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
 "$BUILD/bench/cuda_bandwidth" > "$OUT/cuda_bandwidth_kiln.txt" 2>&1
 "$BUILD/bench/cuda_gemm" > "$OUT/cuda_gemm_kiln.txt" 2>&1
 "$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+if $have_torch; then
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
   # An install of this CUDA build lets the LibTorch project link Kiln too, for the
   # one-process comparison (side_by_side_cuda_overhead).
@@ -92,7 +102,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; the
     "$BUILD-libtorch/libtorch_alloc_latency" > "$OUT/alloc_latency_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_dispatch_overhead" > "$OUT/cpu_dispatch_overhead_libtorch.txt" 2>&1
     "$BUILD-libtorch/libtorch_cuda_overhead" > "$OUT/cuda_overhead_libtorch.txt" 2>&1
-    "$BUILD-libtorch/libtorch_profiler_overhead" > "$OUT/cuda_profiler_overhead_libtorch.txt" 2>&1
+    profiler_benches "$BUILD-libtorch/libtorch_profiler_overhead"
     if [[ -x "$BUILD-libtorch/side_by_side_cuda_overhead" ]]; then
       "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
       "$BUILD-libtorch/side_by_side_gemm" > "$OUT/cuda_gemm_side_by_side.txt" 2>&1
@@ -101,6 +111,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; the
     fi
   else
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
+    profiler_benches
   fi
   python3 bench/alloc_trace_replay.py bench/traces/*.trace > "$OUT/alloc_trace_pytorch.txt" 2>&1
   python3 bench/torch_cuda_ops.py > "$OUT/cuda_ops_pytorch.txt" 2>&1
