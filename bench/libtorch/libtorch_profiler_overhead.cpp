@@ -59,18 +59,15 @@ int main() {
   turns.add("off", kCalls, add_once);
   // As for Kiln: one op runs untimed after each start, so the batches time the steady cost;
   // a whole one-op profile is timed apart.
-  const auto start_plain = [&] {
-    start_kineto(false);
-    add_once();
-    (void)cudaStreamSynchronize(stream);
+  const auto starting = [&](bool shapes) {
+    return [&, shapes] {
+      start_kineto(shapes);
+      add_once();
+      (void)cudaStreamSynchronize(stream);
+    };
   };
-  const auto start_shapes = [&] {
-    start_kineto(true);
-    add_once();
-    (void)cudaStreamSynchronize(stream);
-  };
-  turns.add("on", kCalls, add_once, start_plain, stop_kineto);
-  turns.add("on_shapes", kCalls, add_once, start_shapes, stop_kineto);
+  turns.add("on", kCalls, add_once, starting(false), stop_kineto);
+  turns.add("on_shapes", kCalls, add_once, starting(true), stop_kineto);
   turns.add("one_op_profile", 1, [&] {
     start_kineto(false);
     add_once();
