@@ -36,22 +36,27 @@
 // steps absorb it: the recording runs on from warm-up into the active steps).
 #include <cuda_runtime.h>
 #include <cupti.h>
-#include <cxxabi.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
-#include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "../core/device.h"
 #include "collector.h"
+#include "cupti_records.h"
 #include "device_tracer.h"
 
 namespace kiln::profiler {
+
+cudaError_t cupti_warm_up_cuda(cudaStream_t stream);  // cupti_warm_up.cu
 
 namespace {
 
@@ -69,6 +74,12 @@ constexpr CUpti_CallbackId kRuntimeCallbacks[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,           CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
 };
+// The call at whose exit a background finalize detaches CUPTI (as CUPTI's documentation
+// recommends: from the exit callsite of a CUDA API call), made by the finalizing thread.
+constexpr CUpti_CallbackId kFinalizeCall = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+
+// The teardown the tracer uses (see the file comment); bench/profiler_startup tries the others.
+constexpr CuptiTeardown kDefaultTeardown = CuptiTeardown::Finalize;
 
 // One launching API call seen by the callback: its correlation id, the event open on its
 // thread, its host time.
@@ -78,30 +89,56 @@ struct Launch {
   int64_t time_ns = 0;  // CLOCK_MONOTONIC
 };
 
+// A buffer in CUPTI's hands: the thread it was requested on, and whether it was mapped
+// (zeroed by the kernel) or allocated.
+struct BufferInfo {
+  uint64_t thread = 0;
+  bool mapped = false;
+};
+
 struct TracerState {
+  // The records of the running profile, filled by buffer_completed (on CUPTI's thread or in a
+  // flush) and handed over by stop().
   std::mutex mutex;
-  bool registered = false;  // buffer and timestamp callbacks (again after each cuptiFinalize)
   bool running = false;
   int64_t origin_ns = 0;             // the profiler's time zero (CLOCK_MONOTONIC ns)
   std::vector<ProfileEvent> events;  // raw CUPTI times, kernel names still mangled
   uint64_t dropped = 0;
-  CUpti_SubscriberHandle subscriber = nullptr;
   std::vector<uint64_t> event_threads;  // per event: the launching thread (0: unknown)
   int64_t offset_ns = 0;                // CUPTI's clock minus CLOCK_MONOTONIC
+  int warm_up_device = -1;              // where start() launched its warm-up kernel (-1: nowhere),
+  uint32_t warm_up_stream = 0;          // and on which stream (CUPTI's id): its records are dropped
   // The launches the callback saw, appended by the launching threads (under their own mutex:
   // the activity buffers are parsed under the other one, on CUPTI's thread).
   std::mutex launch_mutex;
   std::vector<Launch> launches;
-  // The thread each buffer in CUPTI's hands was requested on (under its own mutex: CUPTI may
-  // ask for a buffer inside any CUDA call, including those start() makes under the other).
+  // The buffers in CUPTI's hands (under their own mutex: CUPTI may ask for a buffer inside
+  // any CUDA call, including those start() makes).
   std::mutex buffer_mutex;
-  std::unordered_map<const uint8_t*, uint64_t> buffer_threads;
+  std::unordered_map<const uint8_t*, BufferInfo> buffers;
+  std::atomic<bool> map_buffers{true};  // what buffer_requested hands out (zeroed_buffers)
+
+  // CUPTI's set-up, under setup_mutex, which is taken before `mutex` and never held while
+  // waiting for CUPTI's own thread.
+  std::mutex setup_mutex;
+  std::condition_variable setup_changed;
+  DeviceTracerSetup setup{.teardown = kDefaultTeardown};
+  bool registered = false;  // attributes, timestamp and buffer callbacks (again after each cuptiFinalize)
+  CUpti_SubscriberHandle subscriber = nullptr;
+  uint64_t starts = 0;   // start()s so far: a background finalize goes ahead only if none came since
+  bool exiting = false;  // the process is exiting: no more background finalizes
+  bool exit_hook = false;
+  DeviceTracerStartCost last_start;
+  std::unordered_map<int, cudaStream_t> warm_up_streams;  // per device, created once
 };
 
 TracerState& state() {
   static TracerState* s = new TracerState();  // immortal: CUPTI may call back during exit
   return *s;
 }
+
+thread_local bool t_finalizing = false;  // this thread makes kFinalizeCall to finalize CUPTI
+thread_local bool t_finalized = false;
 
 std::string cupti_error(const char* call, CUptiResult result) {
   const char* text = nullptr;
@@ -118,109 +155,35 @@ uint64_t CUPTIAPI monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-const char* memcpy_kind(uint8_t kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-      return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-      return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
-      return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-      return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-      return "PtoP";
-    default:
-      return "other";
-  }
-}
-
-const char* memory_kind(int kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
-      return "Pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
-      return "Pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
-      return "Device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
-      return "Array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
-      return "Managed";
-    default:
-      return "Unknown";
-  }
-}
-
-ProfileEvent device_event(EventKind kind, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
-                          uint32_t correlation) {
-  ProfileEvent e;
-  e.kind = kind;
-  e.start_ns = static_cast<int64_t>(start);
-  e.end_ns = static_cast<int64_t>(end);
-  e.device = static_cast<int>(device);
-  e.thread = stream;
-  e.correlation = correlation;
-  return e;
-}
-
-// A kernel, memcpy or memset record as a ProfileEvent (times still on CUPTI's clock, kernel
-// names still mangled); nullopt for the other kinds.
-std::optional<ProfileEvent> event_of(const CUpti_Activity* record) {
-  switch (record->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: {
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      ProfileEvent e = device_event(EventKind::Kernel, k->start, k->end, k->deviceId, k->streamId, k->correlationId);
-      e.name = k->name != nullptr ? k->name : "<unnamed kernel>";
-      e.grid = {k->gridX, k->gridY, k->gridZ};
-      e.block = {k->blockX, k->blockY, k->blockZ};
-      e.registers_per_thread = k->registersPerThread;
-      e.shared_memory_bytes = static_cast<int64_t>(k->staticSharedMemory) + k->dynamicSharedMemory;
-      if (k->queued != CUPTI_TIMESTAMP_UNKNOWN) e.launch_ns = static_cast<int64_t>(k->queued);  // CUPTI's clock
-      return e;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      ProfileEvent e = device_event(EventKind::Memcpy, m->start, m->end, m->deviceId, m->streamId, m->correlationId);
-      e.detail = memcpy_kind(m->copyKind);
-      e.name = fmt::format("Memcpy {} ({} -> {})", e.detail, memory_kind(m->srcKind), memory_kind(m->dstKind));
-      e.transfer_bytes = static_cast<int64_t>(m->bytes);
-      return e;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      ProfileEvent e = device_event(EventKind::Memset, m->start, m->end, m->deviceId, m->streamId, m->correlationId);
-      e.name = fmt::format("Memset ({})", memory_kind(m->memoryKind));
-      e.transfer_bytes = static_cast<int64_t>(m->bytes);
-      return e;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-// Called on the thread whose records the buffer will hold (per-thread buffers).
+// Called on the thread whose records the buffer will hold (per-thread buffers). A mapped
+// buffer comes zeroed from the kernel page by page as CUPTI writes it; an allocated one CUPTI
+// zeroes itself, all 4 MiB at once, inside the launch that asked for it.
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
-  *size = *buffer != nullptr ? kBufferBytes : 0;  // 0: CUPTI drops records and counts them
-  *max_records = 0;                               // as many as fit
-  if (*buffer == nullptr) return;
   TracerState& s = state();
+  const bool mapped = s.map_buffers.load(std::memory_order_relaxed);
+  void* memory = nullptr;
+  if (mapped) {
+    memory = mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) memory = nullptr;
+  } else {
+    memory = std::aligned_alloc(kBufferAlign, kBufferBytes);
+  }
+  *buffer = static_cast<uint8_t*>(memory);
+  *size = memory != nullptr ? kBufferBytes : 0;  // 0: CUPTI drops records and counts them
+  *max_records = 0;                              // as many as fit
+  if (memory == nullptr) return;
   std::lock_guard<std::mutex> lock(s.buffer_mutex);
-  s.buffer_threads[*buffer] = Collector::thread_id();
+  s.buffers[*buffer] = BufferInfo{Collector::thread_id(), mapped};
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_size) {
   TracerState& s = state();
-  uint64_t thread = 0;
+  BufferInfo info;
   {
     std::lock_guard<std::mutex> lock(s.buffer_mutex);
-    if (const auto it = s.buffer_threads.find(buffer); it != s.buffer_threads.end()) {
-      thread = it->second;
-      s.buffer_threads.erase(it);
+    if (const auto it = s.buffers.find(buffer); it != s.buffers.end()) {
+      info = it->second;
+      s.buffers.erase(it);
     }
   }
   {
@@ -230,28 +193,26 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
       if (!s.running) continue;
       if (std::optional<ProfileEvent> e = event_of(record)) {
         s.events.push_back(std::move(*e));
-        s.event_threads.push_back(thread);  // the buffer's thread launched it
+        s.event_threads.push_back(info.thread);  // the buffer's thread launched it
       }
     }
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) s.dropped += dropped;
   }
-  std::free(buffer);
+  if (info.mapped)
+    (void)munmap(buffer, kBufferBytes);
+  else
+    std::free(buffer);
 }
 
-// Kernel names as PyTorch shows them: demangled when they are C++ symbols (cuBLAS's
-// "sm90_xmma_gemm_..." are not, and stay as they are).
-std::string demangle(const std::string& name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  std::string result = status == 0 && out != nullptr ? std::string(out) : name;
-  std::free(out);
-  return result;
-}
-
-// At the entry of a memcpy, memset or graph launch: who issued it, and when.
-void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+// At the entry of a memcpy, memset or graph launch: who issued it, and when. At the exit of
+// kFinalizeCall on the finalizing thread: detaches CUPTI.
+void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
   const auto* call = static_cast<const CUpti_CallbackData*>(data);
+  if (id == kFinalizeCall) {
+    if (t_finalizing && call->callbackSite == CUPTI_API_EXIT) t_finalized = cuptiFinalize() == CUPTI_SUCCESS;
+    return;
+  }
   if (call->callbackSite != CUPTI_API_ENTER) return;
   const int64_t handle = Collector::current_handle();
   if (handle < 0) return;  // outside every event: no launcher to name
@@ -261,18 +222,23 @@ void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const voi
   s.launches.push_back(Launch{call->correlationId, handle, now});
 }
 
-// Undoes start() (mutex held): activity off, callbacks off.
-void stop_cupti(TracerState& s) {
-  for (CUpti_ActivityKind kind : kKinds) (void)cuptiActivityDisable(kind);
-  (void)cuptiActivityEnableLatencyTimestamps(0);
-  if (s.subscriber != nullptr) {
-    (void)cuptiUnsubscribe(s.subscriber);
-    s.subscriber = nullptr;
-  }
+int64_t ns_since(uint64_t t0) { return static_cast<int64_t>(monotonic_ns() - t0); }
+
+template <typename T>
+void set_attribute(CUpti_ActivityAttribute attribute, T value) {
+  size_t size = sizeof(value);
+  (void)cuptiActivitySetAttribute(attribute, &size, &value);
 }
 
-std::string start_cupti(TracerState& s) {
+// Sets CUPTI up for a profile (setup_mutex held): attributes and buffer callbacks when CUPTI
+// is not set up (the first start, or after a finalize), the subscriber's callbacks, latency
+// timestamps and the activity kinds. Returns "" or the error.
+std::string start_cupti(TracerState& s, DeviceTracerStartCost& cost) {
+  uint64_t t0 = monotonic_ns();
+  cost.was_set_up = s.registered;
   if (!s.registered) {
+    if (s.setup.preallocated_device_buffers > 0)
+      set_attribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, s.setup.preallocated_device_buffers);
     // Before any kind is enabled, so every record is on the monotonic clock; should it
     // fail, the offset measured in start() still aligns CUPTI's own clock.
     (void)cuptiActivityRegisterTimestampCallback(monotonic_ns);
@@ -284,23 +250,141 @@ std::string start_cupti(TracerState& s) {
             cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &per_thread_size, &per_thread);
         r != CUPTI_SUCCESS)
       return cupti_error("cuptiActivitySetAttribute(PER_THREAD_ACTIVITY_BUFFER)", r);
+    // Buffers come zeroed (mapped): CUPTI need not zero 4 MiB inside the launch that asks.
+    set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, uint8_t{s.setup.zeroed_buffers});
+    s.map_buffers.store(s.setup.zeroed_buffers, std::memory_order_relaxed);
     if (CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed); r != CUPTI_SUCCESS)
       return cupti_error("cuptiActivityRegisterCallbacks", r);
     s.registered = true;
   }
-  if (CUptiResult r = cuptiSubscribe(&s.subscriber, on_launch, nullptr); r != CUPTI_SUCCESS) {
-    s.subscriber = nullptr;
-    return cupti_error("cuptiSubscribe", r);
+  cost.setup_ns = ns_since(t0);
+  t0 = monotonic_ns();
+  if (s.subscriber == nullptr) {
+    if (CUptiResult r = cuptiSubscribe(&s.subscriber, on_launch, nullptr); r != CUPTI_SUCCESS) {
+      s.subscriber = nullptr;
+      return cupti_error("cuptiSubscribe", r);
+    }
   }
   for (CUpti_CallbackId api : kRuntimeCallbacks)
     if (CUptiResult r = cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, api); r != CUPTI_SUCCESS)
       return cupti_error("cuptiEnableCallback", r);
+  cost.subscribe_ns = ns_since(t0);
+  t0 = monotonic_ns();
   // Kernel records get the host time their launch was queued: with their thread, the launcher.
   if (CUptiResult r = cuptiActivityEnableLatencyTimestamps(1); r != CUPTI_SUCCESS)
     return cupti_error("cuptiActivityEnableLatencyTimestamps", r);
   for (CUpti_ActivityKind kind : kKinds)
     if (CUptiResult r = cuptiActivityEnable(kind); r != CUPTI_SUCCESS) return cupti_error("cuptiActivityEnable", r);
+  cost.enable_ns = ns_since(t0);
   return "";
+}
+
+// Launches the warm-up kernel on this thread, on a stream of the tracer's own (so that it
+// joins no stream, graph capture or queue of the user's); returns its device and CUPTI
+// stream id, or {-1, 0} when there is none to drop later.
+std::pair<int, uint32_t> warm_up(TracerState& s) {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) return {-1, 0};
+  cudaStream_t& stream = s.warm_up_streams[device];
+  if (stream == nullptr && cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    stream = nullptr;
+    (void)cudaGetLastError();
+    return {-1, 0};
+  }
+  uint32_t stream_id = 0;
+  if (cuptiGetStreamIdEx(nullptr, reinterpret_cast<CUstream>(stream), 0, &stream_id) != CUPTI_SUCCESS) return {-1, 0};
+  // A failed launch is not the profile's concern: the first op then pays what it would have.
+  if (cupti_warm_up_cuda(stream) != cudaSuccess) return {-1, 0};
+  return {device, stream_id};
+}
+
+// After a background thread's wait: detaches CUPTI unless a start() came (setup_mutex held
+// by `lock`). The finalize runs at the exit of a CUDA call this thread makes, as CUPTI's
+// documentation recommends, and directly if the callback did not run.
+void finalize_unless_started(TracerState& s, uint64_t starts) {
+  if (s.starts != starts || s.exiting || s.subscriber == nullptr) return;
+  t_finalizing = true;
+  t_finalized = false;
+  if (cuptiEnableCallback(1, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, kFinalizeCall) == CUPTI_SUCCESS) {
+    int device = 0;
+    (void)cudaGetDevice(&device);
+  }
+  if (!t_finalized) (void)cuptiFinalize();
+  t_finalizing = false;
+  s.registered = false;
+  s.subscriber = nullptr;
+}
+
+// Hands the finalize to a detached thread that waits `delay_ms` for a start() first (setup_mutex held).
+void finalize_later(TracerState& s, int64_t delay_ms) {
+  if (!s.exit_hook) {
+    // At exit, waits for a finalize under way and lets no other begin.
+    s.exit_hook = std::atexit([] {
+                    TracerState& st = state();
+                    std::lock_guard<std::mutex> lock(st.setup_mutex);
+                    st.exiting = true;
+                    st.setup_changed.notify_all();
+                  }) == 0;
+  }
+  const uint64_t starts = s.starts;
+  std::thread([starts, delay_ms] {
+    TracerState& st = state();
+    std::unique_lock<std::mutex> lock(st.setup_mutex);
+    st.setup_changed.wait_for(lock, std::chrono::milliseconds(delay_ms),
+                              [&] { return st.starts != starts || st.exiting; });
+    finalize_unless_started(st, starts);
+  }).detach();
+}
+
+// Undoes a start() that failed part way (setup_mutex held): no recording, no subscriber.
+// (No finalize: the failure may be another tool holding CUPTI.)
+void undo_start(TracerState& s) {
+  for (CUpti_ActivityKind kind : kKinds) (void)cuptiActivityDisable(kind);
+  (void)cuptiActivityEnableLatencyTimestamps(0);
+  if (s.subscriber != nullptr) (void)cuptiUnsubscribe(s.subscriber);
+  s.subscriber = nullptr;
+}
+
+// Undoes start() as the set-up's teardown says (setup_mutex held, `mutex` not: a finalize
+// hands back buffers).
+void stop_cupti(TracerState& s) {
+  const CuptiTeardown teardown = s.setup.teardown;
+  for (CUpti_ActivityKind kind : kKinds) (void)cuptiActivityDisable(kind);
+  if (teardown != CuptiTeardown::Disable) (void)cuptiActivityEnableLatencyTimestamps(0);
+  const bool keep_subscriber = teardown == CuptiTeardown::DisableKeepSubscriber ||
+                               teardown == CuptiTeardown::FinalizeInBackground ||
+                               teardown == CuptiTeardown::FinalizeWhenIdle;
+  if (s.subscriber != nullptr && keep_subscriber) {
+    for (CUpti_CallbackId api : kRuntimeCallbacks)
+      (void)cuptiEnableCallback(0, s.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, api);
+  } else if (s.subscriber != nullptr) {
+    (void)cuptiUnsubscribe(s.subscriber);
+    s.subscriber = nullptr;
+  }
+  switch (teardown) {
+    case CuptiTeardown::Finalize:
+      // Unhooks CUPTI from every launch (see the file comment); set up again by the next start().
+      if (cuptiFinalize() == CUPTI_SUCCESS) {
+        s.registered = false;
+        s.subscriber = nullptr;
+      }
+      break;
+    case CuptiTeardown::FinalizeInBackground:
+      finalize_later(s, 0);
+      break;
+    case CuptiTeardown::FinalizeWhenIdle:
+      finalize_later(s, s.setup.finalize_idle_ms);
+      break;
+    case CuptiTeardown::DisableReset:
+      set_attribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, uint8_t{0});
+      set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, uint8_t{0});
+      s.registered = false;  // the next start() sets them again
+      break;
+    case CuptiTeardown::Disable:
+    case CuptiTeardown::DisableAll:
+    case CuptiTeardown::DisableKeepSubscriber:
+      break;
+  }
 }
 
 // Waits for the current device and has CUPTI hand back every buffer; false when nothing
@@ -321,26 +405,48 @@ bool flush_completed(TracerState& s) {
 std::string DeviceTracer::start(std::chrono::steady_clock::time_point origin) {
   if (!cuda::is_available()) return "no CUDA device is visible (CPU columns only)";
   TracerState& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.running) return "the device tracer is already recording";
-  if (std::string error = start_cupti(s); !error.empty()) {
-    stop_cupti(s);
+  std::lock_guard<std::mutex> setup_lock(s.setup_mutex);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.running) return "the device tracer is already recording";
+  }
+  ++s.starts;  // a background finalize still waiting gives up
+  s.setup_changed.notify_all();
+  DeviceTracerStartCost cost;
+  if (std::string error = start_cupti(s, cost); !error.empty()) {
+    undo_start(s);
+    s.last_start = cost;
     return error + " (CPU columns only)";
   }
   uint64_t cupti_now = 0;
   const uint64_t mono_now = monotonic_ns();
-  s.offset_ns = cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS
-                    ? static_cast<int64_t>(cupti_now) - static_cast<int64_t>(mono_now)
-                    : 0;
-  s.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
-  s.events.clear();
-  s.event_threads.clear();
-  s.dropped = 0;
   {
-    std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
-    s.launches.clear();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.offset_ns = cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS
+                      ? static_cast<int64_t>(cupti_now) - static_cast<int64_t>(mono_now)
+                      : 0;
+    s.origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
+    s.events.clear();
+    s.event_threads.clear();
+    s.dropped = 0;
+    s.warm_up_device = -1;
+    {
+      std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
+      s.launches.clear();
+    }
+    s.running = true;
   }
-  s.running = true;
+  // CUPTI's work for this thread's first recorded launch (its activity buffer, its
+  // per-thread state) is done here, not in the first op.
+  if (s.setup.warm_up) {
+    const uint64_t t0 = monotonic_ns();
+    const auto [device, stream_id] = warm_up(s);
+    cost.warm_up_ns = ns_since(t0);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.warm_up_device = device;
+    s.warm_up_stream = stream_id;
+  }
+  s.last_start = cost;
   return "";
 }
 
@@ -352,24 +458,25 @@ DeviceRecords DeviceTracer::stop() {
   std::vector<uint64_t> threads;     // per event: its launching thread
   DeviceRecords out;
   std::vector<Launch> launches;
+  int warm_up_device = -1;
+  uint32_t warm_up_stream = 0;
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::lock_guard<std::mutex> setup_lock(s.setup_mutex);
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.running = false;
+      events = std::move(s.events);
+      threads = std::move(s.event_threads);
+      out.dropped = s.dropped;
+      s.events.clear();
+      s.event_threads.clear();
+      warm_up_device = s.warm_up_device;
+      warm_up_stream = s.warm_up_stream;
+      std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
+      launches = std::move(s.launches);
+      s.launches.clear();
+    }
     stop_cupti(s);
-    s.running = false;
-    events = std::move(s.events);
-    threads = std::move(s.event_threads);
-    out.dropped = s.dropped;
-    s.events.clear();
-    s.event_threads.clear();
-    std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
-    launches = std::move(s.launches);
-    s.launches.clear();
-  }
-  // Unhooks CUPTI from every launch (see the file comment; outside the mutex, as it may
-  // hand back buffers); the callbacks are set up again by the next start().
-  if (cuptiFinalize() == CUPTI_SUCCESS) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.registered = false;
   }
 
   std::unordered_map<uint32_t, const Launch*> launch_of;
@@ -377,7 +484,13 @@ DeviceRecords DeviceTracer::stop() {
   for (const Launch& l : launches) launch_of[l.correlation] = &l;
   std::unordered_map<std::string, std::string> demangled;
   const int64_t device_origin = s.origin_ns + s.offset_ns;  // time zero on CUPTI's clock
-  for (ProfileEvent& e : events) {
+  // The events to keep (all but the warm-up kernel's), then in start order.
+  std::vector<size_t> order;
+  order.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    ProfileEvent& e = events[i];
+    if (e.kind == EventKind::Kernel && e.device == warm_up_device && e.thread == warm_up_stream) continue;
+    order.push_back(i);
     e.start_ns -= device_origin;
     e.end_ns -= device_origin;
     if (e.launch_ns >= 0) e.launch_ns -= device_origin;
@@ -388,8 +501,6 @@ DeviceRecords DeviceTracer::stop() {
     }
   }
   // In start order, each event with its launching thread and the callback's launcher.
-  std::vector<size_t> order(events.size());
-  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return events[a].start_ns < events[b].start_ns; });
   out.events.reserve(order.size());
@@ -414,6 +525,25 @@ void DeviceTracer::discard() {
   s.dropped = 0;
   std::lock_guard<std::mutex> launch_lock(s.launch_mutex);
   s.launches.clear();
+}
+
+void DeviceTracer::set_setup(const DeviceTracerSetup& setup) {
+  TracerState& s = state();
+  std::lock_guard<std::mutex> lock(s.setup_mutex);
+  s.setup = setup;
+  s.registered = false;  // the next start() sets the attributes again
+}
+
+DeviceTracerSetup DeviceTracer::setup() {
+  TracerState& s = state();
+  std::lock_guard<std::mutex> lock(s.setup_mutex);
+  return s.setup;
+}
+
+DeviceTracerStartCost DeviceTracer::last_start_cost() {
+  TracerState& s = state();
+  std::lock_guard<std::mutex> lock(s.setup_mutex);
+  return s.last_start;
 }
 
 }  // namespace kiln::profiler

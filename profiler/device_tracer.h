@@ -35,6 +35,42 @@ struct DeviceRecords {
   uint64_t dropped = 0;
 };
 
+/// How stop() leaves CUPTI between profiles (cupti_tracer.cpp says why each matters). The
+/// tracer has one default; the others exist for bench/profiler_startup, which compares them.
+enum class CuptiTeardown {
+  Finalize,               ///< cuptiFinalize in stop(): CUPTI detached, the next start() sets it up again
+  FinalizeInBackground,   ///< stop() turns recording off; a background thread finalizes right after
+  FinalizeWhenIdle,       ///< the same once no profile started for `finalize_idle_ms`
+  Disable,                ///< activity kinds off, callbacks unsubscribed; CUPTI stays attached
+  DisableAll,             ///< Disable, and latency timestamps off
+  DisableKeepSubscriber,  ///< DisableAll, but the subscriber stays, with its callbacks off
+  DisableReset,           ///< DisableAll, and the activity attributes the tracer set back to CUPTI's defaults
+};
+
+/// The tracer's choices that bench/profiler_startup varies (never a user setting).
+struct DeviceTracerSetup {
+  CuptiTeardown teardown = CuptiTeardown::Finalize;
+  /// start() launches an empty kernel on the calling thread, so that CUPTI's set-up for that
+  /// thread's first recorded launch is paid in start(), not by the first profiled op.
+  bool warm_up = true;
+  /// Activity buffers come zeroed from mmap (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER),
+  /// else CUPTI zeroes each 4 MiB buffer itself on the launching thread.
+  bool zeroed_buffers = true;
+  /// CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE when CUPTI is set up (0: CUPTI's default, 3).
+  size_t preallocated_device_buffers = 0;
+  /// FinalizeWhenIdle: how long after a stop() the background thread waits for another start().
+  int64_t finalize_idle_ms = 1000;
+};
+
+/// What the last DeviceTracer::start() spent, per phase, in nanoseconds.
+struct DeviceTracerStartCost {
+  int64_t setup_ns = 0;      ///< attributes and buffer callbacks (when CUPTI was not set up)
+  int64_t subscribe_ns = 0;  ///< the subscriber and its callbacks
+  int64_t enable_ns = 0;     ///< latency timestamps and the activity kinds
+  int64_t warm_up_ns = 0;    ///< the warm-up launch
+  bool was_set_up = false;   ///< CUPTI was still set up from an earlier profile
+};
+
 /// CUPTI activity recording for one profile at a time; see the file comment.
 class DeviceTracer {
  public:
@@ -48,6 +84,13 @@ class DeviceTracer {
   /// Drops everything recorded so far (after waiting for the current device) and goes on
   /// recording: the end of a schedule's warm-up.
   static void discard();
+
+  /// Changes the tracer's set-up (bench/profiler_startup only; between profiles).
+  static void set_setup(const DeviceTracerSetup& setup);
+  /// The tracer's set-up.
+  static DeviceTracerSetup setup();
+  /// What the last start() spent, phase by phase.
+  static DeviceTracerStartCost last_start_cost();
 };
 
 }  // namespace kiln::profiler

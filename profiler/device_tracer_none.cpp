@@ -12,4 +12,10 @@ DeviceRecords DeviceTracer::stop() { return {}; }
 
 void DeviceTracer::discard() {}
 
+void DeviceTracer::set_setup(const DeviceTracerSetup&) {}
+
+DeviceTracerSetup DeviceTracer::setup() { return {}; }
+
+DeviceTracerStartCost DeviceTracer::last_start_cost() { return {}; }
+
 }  // namespace kiln::profiler

@@ -7,15 +7,24 @@
 // Kiln's profiler and Kineto would both claim CUPTI in one. scripts/gpu_bench_summary.py sets the result beside Kiln's
 // (kiln_profiler_added_us from the same GPU check run).
 //
-//   libtorch_profiler_overhead
+// With --startup it runs bench/profiler_startup.h's protocol instead (start() and stop(), plain
+// ops before and after profiles, the first profiled ops against the later ones), the row
+// scripts/profiler_startup_experiment.sh prints beside Kiln's teardowns (run it with
+// TEARDOWN_CUPTI=1 for Kineto's cuptiFinalize at stop, PyTorch's Python default).
+//
+//   libtorch_profiler_overhead [--startup]
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <set>
 
 #include "bench_util.h"
+#include "profiler_startup.h"
 
 namespace {
 
@@ -40,13 +49,52 @@ void stop_kineto() {
   for (const auto& e : result->events()) g_device_events += e.deviceType() == c10::DeviceType::CUDA;
 }
 
+/// The start-up protocol (bench/profiler_startup.h) on Kineto: at::add of 1-element tensors
+/// and at::linear of [64, 1024] by [4096, 1024], as Kiln's profiler_startup runs them.
+int run_startup_protocol() {
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA, 0);
+  const at::Tensor a = torch::full({1}, 1.5f, opts), b = torch::full({1}, 2.25f, opts);
+  const at::Tensor x = torch::randn({64, 1024}, opts), w = torch::randn({4096, 1024}, opts),
+                   bias = torch::randn({4096}, opts);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  std::unique_ptr<torch::autograd::profiler::ProfilerResult> last;
+  kiln::bench::StartupHooks hooks;
+  hooks.start = [] { start_kineto(false); };
+  hooks.stop = [&] { last = torch::autograd::profiler::disableProfiler(); };
+  hooks.small_op = [&] {
+    at::Tensor r = at::add(a, b);
+    kiln::bench::do_not_optimize(r);
+  };
+  hooks.large_op = [&] {
+    at::Tensor r = at::linear(x, w, bias);
+    kiln::bench::do_not_optimize(r);
+  };
+  hooks.drain = [stream] { (void)cudaStreamSynchronize(stream); };
+  hooks.profiled_us = [&] {
+    std::vector<double> adds, gemms;
+    for (const auto& e : last->events()) {
+      if (e.deviceType() != c10::DeviceType::CPU) continue;
+      if (e.name() == "aten::add") adds.push_back(static_cast<double>(e.durationNs()) / 1e3);
+      if (e.name() == "aten::addmm") gemms.push_back(static_cast<double>(e.durationNs()) / 1e3);
+    }
+    return std::pair{adds, gemms};
+  };
+  const kiln::bench::StartupResult r = kiln::bench::run_startup(hooks);
+  const char* teardown = std::getenv("TEARDOWN_CUPTI");
+  kiln::bench::print_startup_row(
+      std::string("kineto ") + TORCH_VERSION + (teardown != nullptr ? std::string(" TEARDOWN_CUPTI=") + teardown : ""),
+      r);
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (!torch::cuda::is_available()) {
     std::printf("libtorch_profiler_overhead: no GPU visible\n");
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "--startup") == 0) return run_startup_protocol();
   constexpr int kRounds = 301, kCalls = 200;
   const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA, 0);
   const at::Tensor a = torch::full({1}, 1.5f, opts), b = torch::full({1}, 2.25f, opts);
