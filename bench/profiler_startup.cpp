@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   const bench::StartupResult r = bench::run_startup(hooks, cycles);
   if (!prof.device_activity_status().empty())
     std::printf("profiler_startup: warning: %s\n", prof.device_activity_status().c_str());
-  bench::print_startup_row("kiln " + variant, r);
+  bench::print_startup_row("kiln " + variant, r, "kiln_profiler_startup");
   auto phases = [](const profiler::DeviceTracerStartCost& c) {
     return fmt::format("set-up {:.3f}, subscribe {:.3f}, enable {:.3f}, warm-up {:.3f} ms{}", c.setup_ns / 1e6,
                        c.subscribe_ns / 1e6, c.enable_ns / 1e6, c.warm_up_ns / 1e6,

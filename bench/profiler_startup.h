@@ -131,14 +131,28 @@ inline StartupResult run_startup(const StartupHooks& h, int cycles = 30, int ops
 }
 
 /// One line "ROW <variant> | ..." with the figures of `r` (scripts/profiler_startup_experiment.sh
-/// prints the column heads), and a DETAIL line.
-inline void print_startup_row(const std::string& variant, const StartupResult& r) {
+/// prints the column heads), a DETAIL line, and "RESULT <result_prefix>_<figure> <value>" lines
+/// for scripts/gpu_bench_summary.py.
+inline void print_startup_row(const std::string& variant, const StartupResult& r, const std::string& result_prefix) {
   std::printf("ROW %-40s | %9.3f %10.3f %7.3f      | %9.3f %6.3f %9.3f %6.3f     | %5.1fx (%5.1fx)  %5.1fx (%5.1fx)\n",
               variant.c_str(), r.plain_before_us, r.plain_after_stop_us, r.plain_settled_us, r.first_start_ms,
               r.later_start_ms, r.first_stop_ms, r.later_stop_ms, r.small_first_ratio, r.small_profiled_ratio,
               r.large_first_ratio, r.large_profiled_ratio);
   std::printf("DETAIL %s: first add %.2f us vs steady %.2f; first gemm %.2f us vs steady %.2f\n", variant.c_str(),
               r.small_first_us, r.small_steady_us, r.large_first_us, r.large_steady_us);
+  const std::pair<const char*, double> results[] = {
+      {"plain_before_us", r.plain_before_us},
+      {"plain_after_stop_us", r.plain_after_stop_us},
+      {"plain_settled_us", r.plain_settled_us},
+      {"start_first_ms", r.first_start_ms},
+      {"start_ms", r.later_start_ms},
+      {"stop_ms", r.later_stop_ms},
+      {"first_add_ratio", r.small_profiled_ratio},
+      {"first_gemm_ratio", r.large_profiled_ratio},
+      {"first_add_host_ratio", r.small_first_ratio},
+      {"first_gemm_host_ratio", r.large_first_ratio},
+  };
+  for (const auto& [name, value] : results) std::printf("RESULT %s_%s %.3f\n", result_prefix.c_str(), name, value);
 }
 
 }  // namespace kiln::bench

@@ -28,12 +28,27 @@
 // Buffers: CUPTI asks for 4 MiB buffers (one per launching thread at a time) and hands them
 // back full (from its own thread) or at stop(), when the current device is synchronized and
 // every buffer is flushed. Records CUPTI had to drop are counted per buffer and reported,
-// never silently lost.
+// never silently lost. The buffers are mapped (mmap), so they come zeroed page by page as
+// CUPTI fills them, and CUPTI is told so (ZEROED_OUT_ACTIVITY_BUFFER): else CUPTI zeroes all
+// 4 MiB inside the launch that asked for the buffer, which is the op's time in the table.
 //
-// CUPTI's hooks keep costing every launch after its activity is disabled (+0.75 us per op on
-// the H200, against +0.35 us after a finalize), so stop() also calls cuptiFinalize(); the
-// next start() sets CUPTI up again, which costs that start about 10 ms (a schedule's warm-up
-// steps absorb it: the recording runs on from warm-up into the active steps).
+// Start-up: a thread's first recorded launch after start() is where CUPTI asks for that
+// thread's buffer and sets up its per-thread state; on an H200 that put 2.0-2.7 ms into the
+// first profiled op (examples/profile_linear's kiln::addmm, about 200 times its steady
+// cost; PyTorch shows it as an "Activity Buffer Request" row). start() therefore ends with
+// an empty kernel launched from the calling thread on a stream of the tracer's own, whose
+// record stop() drops. Other threads still pay their own first launch, in their first op.
+//
+// Between profiles (DeviceTracerSetup::teardown; bench/profiler_startup compares the ways):
+// CUPTI's hooks keep costing every launch while CUPTI is attached, even with every activity
+// kind and callback off (+0.75 us per op on the H200, measured in issue 5), and only
+// cuptiFinalize() detaches them; but a start() after a finalize sets CUPTI up again, 10-17 ms
+// on the H200 (Kineto, which stays attached, starts in about 2 ms). So stop() only turns
+// recording off, and a background thread finalizes once no profile started for
+// finalize_idle_ms (1 s): profiles close together (a schedule's repeats, a loop of short
+// profiles) start cheaply, and plain ops after the last one run as if CUPTI had never been
+// there. The finalize runs at the exit of a CUDA call that thread makes, as CUPTI's
+// documentation recommends for a detach, and an exit handler waits for one under way.
 #include <cuda_runtime.h>
 #include <cupti.h>
 #include <fmt/format.h>
@@ -78,9 +93,6 @@ constexpr CUpti_CallbackId kRuntimeCallbacks[] = {
 // recommends: from the exit callsite of a CUDA API call), made by the finalizing thread.
 constexpr CUpti_CallbackId kFinalizeCall = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
 
-// The teardown the tracer uses (see the file comment); bench/profiler_startup tries the others.
-constexpr CuptiTeardown kDefaultTeardown = CuptiTeardown::Finalize;
-
 // One launching API call seen by the callback: its correlation id, the event open on its
 // thread, its host time.
 struct Launch {
@@ -118,11 +130,11 @@ struct TracerState {
   std::unordered_map<const uint8_t*, BufferInfo> buffers;
   std::atomic<bool> map_buffers{true};  // what buffer_requested hands out (zeroed_buffers)
 
-  // CUPTI's set-up, under setup_mutex, which is taken before `mutex` and never held while
-  // waiting for CUPTI's own thread.
+  // CUPTI's set-up, under setup_mutex: taken before `mutex`, and never by a CUPTI callback,
+  // so it may be held across CUPTI calls that flush (a finalize) or ask for buffers.
   std::mutex setup_mutex;
   std::condition_variable setup_changed;
-  DeviceTracerSetup setup{.teardown = kDefaultTeardown};
+  DeviceTracerSetup setup;  // the defaults, unless bench/profiler_startup changed them
   bool registered = false;  // attributes, timestamp and buffer callbacks (again after each cuptiFinalize)
   CUpti_SubscriberHandle subscriber = nullptr;
   uint64_t starts = 0;   // start()s so far: a background finalize goes ahead only if none came since
@@ -298,8 +310,8 @@ std::pair<int, uint32_t> warm_up(TracerState& s) {
   return {device, stream_id};
 }
 
-// After a background thread's wait: detaches CUPTI unless a start() came (setup_mutex held
-// by `lock`). The finalize runs at the exit of a CUDA call this thread makes, as CUPTI's
+// After a background thread's wait: detaches CUPTI unless a start() came (setup_mutex
+// held). The finalize runs at the exit of a CUDA call this thread makes, as CUPTI's
 // documentation recommends, and directly if the callback did not run.
 void finalize_unless_started(TracerState& s, uint64_t starts) {
   if (s.starts != starts || s.exiting || s.subscriber == nullptr) return;

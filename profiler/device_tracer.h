@@ -35,8 +35,9 @@ struct DeviceRecords {
   uint64_t dropped = 0;
 };
 
-/// How stop() leaves CUPTI between profiles (cupti_tracer.cpp says why each matters). The
-/// tracer has one default; the others exist for bench/profiler_startup, which compares them.
+/// How stop() leaves CUPTI between profiles (cupti_tracer.cpp says why it matters). The
+/// tracer uses DeviceTracerSetup's default; the others exist for bench/profiler_startup,
+/// which compares them (scripts/profiler_startup_experiment.sh).
 enum class CuptiTeardown {
   Finalize,               ///< cuptiFinalize in stop(): CUPTI detached, the next start() sets it up again
   FinalizeInBackground,   ///< stop() turns recording off; a background thread finalizes right after
@@ -47,9 +48,10 @@ enum class CuptiTeardown {
   DisableReset,           ///< DisableAll, and the activity attributes the tracer set back to CUPTI's defaults
 };
 
-/// The tracer's choices that bench/profiler_startup varies (never a user setting).
+/// The tracer's choices that bench/profiler_startup varies (never a user setting); the
+/// defaults are what the tracer does.
 struct DeviceTracerSetup {
-  CuptiTeardown teardown = CuptiTeardown::Finalize;
+  CuptiTeardown teardown = CuptiTeardown::FinalizeWhenIdle;
   /// start() launches an empty kernel on the calling thread, so that CUPTI's set-up for that
   /// thread's first recorded launch is paid in start(), not by the first profiled op.
   bool warm_up = true;

@@ -57,11 +57,53 @@ def main(paths):
         if t is not None and ts is not None:
             text += (f"; LibTorch Kineto +{t:.2f} (off {r['libtorch_profiler_off_us']:.2f}, "
                      f"on {r['libtorch_profiler_on_us']:.2f}; shapes +{ts:.2f})")
-        verdict = "met" if p <= 2.0 else "NOT met"
-        if p > 2.0 and floor is not None and floor > 2.0:
-            verdict += ": CUPTI's kernel records alone exceed it on this host"
-        text += f" (target Kiln adds <= 2 us/op: {verdict})"
+        # Issue 13's target: Kiln's own share above CUPTI's kernel-record floor (what any
+        # profiler on CUPTI's activity API pays on this host) at most 1 us per op, and Kiln
+        # adds less than Kineto, both measured in this run.
+        checks = []
+        if floor is not None:
+            checks.append(("own share <= 1 us", p - floor <= 1.0))
+        if t is not None:
+            checks.append(("less than Kineto", p < t))
+        if checks:
+            verdict = ", ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in checks)
+        else:
+            verdict = "not measured (no CUPTI floor, no Kineto run)"
+        text += f" (target Kiln's own share above the floor <= 1 us/op, and Kiln adds less than Kineto: {verdict})"
         rows.append(("profiler, host us added per op", text))
+
+    # The profiler's start and stop, and plain ops after profiles (profiler_startup beside
+    # libtorch_profiler_overhead --startup; bench/profiler_startup.h).
+    def startup(prefix):
+        keys = ("start_ms", "start_first_ms", "stop_ms", "plain_before_us", "plain_after_stop_us",
+                "plain_settled_us", "first_add_ratio", "first_gemm_ratio")
+        got = {k: r.get(f"{prefix}_{k}") for k in keys}
+        return got if all(v is not None for v in got.values()) else None
+    kst, tst = startup("kiln_profiler_startup"), startup("libtorch_profiler_startup")
+    if kst is not None:
+        text = f"Kiln start {kst['start_ms']:.3f} ms (first of the process {kst['start_first_ms']:.2f}), stop {kst['stop_ms']:.3f}"
+        if tst is not None:
+            text += (f"; Kineto start {tst['start_ms']:.3f} ms (first {tst['start_first_ms']:.2f}), stop {tst['stop_ms']:.3f}"
+                     f" (target Kiln's start <= Kineto's: {'met' if kst['start_ms'] <= tst['start_ms'] else 'NOT met'})")
+        rows.append(("profiler start and stop", text))
+        # One process each: the plain add before any profile against the same add 2.5 s after
+        # the last profile stopped (medians of 101 batches of 200); 0.2 us is a tolerance
+        # for the noise between two such medians, not a measured bound.
+        delta = kst["plain_settled_us"] - kst["plain_before_us"]
+        text = (f"Kiln add before any profile {kst['plain_before_us']:.3f} us, right after a stop "
+                f"{kst['plain_after_stop_us']:.3f}, 2.5 s later {kst['plain_settled_us']:.3f} ({delta:+.3f})")
+        if tst is not None:
+            text += (f"; Kineto {tst['plain_before_us']:.3f}, {tst['plain_after_stop_us']:.3f}, "
+                     f"{tst['plain_settled_us']:.3f} ({tst['plain_settled_us'] - tst['plain_before_us']:+.3f})")
+        text += f" (target Kiln's later add within 0.2 us of before: {'met' if delta <= 0.2 else 'NOT met'})"
+        rows.append(("profiler, plain add after profiles", text))
+        worst = max(kst["first_add_ratio"], kst["first_gemm_ratio"])
+        text = (f"Kiln's first add {kst['first_add_ratio']:.2f}x and first addmm {kst['first_gemm_ratio']:.2f}x "
+                f"the later ones (its own event times, median of 30 profiles)")
+        if tst is not None:
+            text += f"; Kineto's {tst['first_add_ratio']:.2f}x and {tst['first_gemm_ratio']:.2f}x"
+        text += f" (target Kiln <= 2x: {'met' if worst <= 2.0 else 'NOT met'})"
+        rows.append(("profiler, first profiled op", text))
 
     # CUPTI's own cost per bare launch (cupti_launch_cost): the floor under any profiler on
     # CUPTI's activity API, and what each way of tying a kernel to its op adds to it.

@@ -75,11 +75,14 @@ done
 "$BUILD/bench/dispatch_overhead" > "$OUT/cpu_dispatch_overhead.txt" 2>&1
 "$BUILD/bench/cuda_overhead" > "$OUT/cuda_overhead_kiln.txt" 2>&1
 # profiler_benches [KINETO_BENCH]: Kiln's profiler overhead, then Kineto's when given (so
-# that both see one host state), then what CUPTI alone costs a launch on this host. Run with
-# the LibTorch benchmarks when LibTorch is here (below), else here.
+# that both see one host state), their start-up costs the same way, then what CUPTI alone
+# costs a launch on this host. Run with the LibTorch benchmarks when LibTorch is here
+# (below), else here.
 profiler_benches() {
   "$BUILD/bench/profiler_overhead" > "$OUT/cuda_profiler_overhead_kiln.txt" 2>&1
   if [[ $# -gt 0 ]]; then "$1" > "$OUT/cuda_profiler_overhead_libtorch.txt" 2>&1; fi
+  "$BUILD/bench/profiler_startup" > "$OUT/cuda_profiler_startup_kiln.txt" 2>&1
+  if [[ $# -gt 0 ]]; then "$1" --startup > "$OUT/cuda_profiler_startup_libtorch.txt" 2>&1; fi
   "$BUILD/bench/cupti_launch_cost" > "$OUT/cuda_cupti_launch_cost.txt" 2>&1
 }
 have_torch=false

@@ -83,7 +83,7 @@ int run_startup_protocol() {
   const char* teardown = std::getenv("TEARDOWN_CUPTI");
   kiln::bench::print_startup_row(
       std::string("kineto ") + TORCH_VERSION + (teardown != nullptr ? std::string(" TEARDOWN_CUPTI=") + teardown : ""),
-      r);
+      r, "libtorch_profiler_startup");
   return 0;
 }
 
