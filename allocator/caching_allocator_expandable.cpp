@@ -41,7 +41,11 @@ CachingAllocator::Block* CachingAllocator::allocate_expandable(BlockPool& pool, 
       finish_expandable_allocation(block, bytes, size, stream);
       return block;
     }
-    if (attempt == 1) throw_oom(op, bytes, size, stream);
+    if (attempt == 1) {
+      // Give back what the failed attempt mapped, so an OOM leaves only live pages behind.
+      release_cached_blocks();
+      throw_oom(op, bytes, size, stream);
+    }
     // The device is out of memory (or address space): wait for blocks that only wait for
     // stream events, unmap every cached page and release cached segments, and search again
     // (the release may have changed every free block).

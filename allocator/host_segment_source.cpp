@@ -82,7 +82,18 @@ bool HostSegmentSource::event_completed(EventId event) {
   return pending_.count(event) == 0;
 }
 
-void HostSegmentSource::wait_event(EventId event) { complete_event(event); }
+void HostSegmentSource::wait_event(EventId event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++waited_events_;
+  }
+  complete_event(event);
+}
+
+size_t HostSegmentSource::waited_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waited_events_;
+}
 
 void HostSegmentSource::destroy_event(EventId event) { complete_event(event); }
 

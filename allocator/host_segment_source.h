@@ -59,6 +59,8 @@ class HostSegmentSource : public SegmentSource {
   void complete_all_events();
   /// Events recorded and not yet completed.
   size_t pending_events() const;
+  /// wait_event calls so far (an allocator waits for a stream before unmapping its pages).
+  size_t waited_events() const;
   /// Bytes currently handed out (segments and physical pages).
   size_t live_bytes() const;
   /// Physical pages created and not released, and those of them mapped now.
@@ -74,6 +76,7 @@ class HostSegmentSource : public SegmentSource {
   mutable std::mutex mutex_;
   size_t live_bytes_ = 0;
   EventId next_event_ = 1;
+  size_t waited_events_ = 0;
   std::set<EventId> pending_;
   std::map<uintptr_t, size_t> reservations_;           // base -> bytes
   std::unordered_map<uintptr_t, PageHandle> mapped_;   // page address -> the page mapped there
