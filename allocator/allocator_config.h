@@ -27,7 +27,8 @@ struct AllocatorConfig {
   /// (PyTorch's max_non_split_rounding_mb; 20 MiB by default).
   size_t max_non_split_rounding = 20 << 20;
   /// When > 0: before growing past this fraction of the device's memory, release cached
-  /// segments (and unmap cached pages), least recently used first. 0 disables it.
+  /// segments, least recently used first. 0 disables it. (Expandable segments move every
+  /// cached page to where they grow before they create one, so it has nothing to add there.)
   double garbage_collection_threshold = 0.0;
   /// False: no caching; each allocation gets its own segment, released on free (expandable
   /// segments are then not used).

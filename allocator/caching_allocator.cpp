@@ -25,7 +25,7 @@ CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, Alloca
   if (config_.expandable_segments && config_.caching) {
     const size_t granularity = source_->vmm_granularity();
     if (granularity > 0) {
-      expandable_ = std::make_unique<Expandable>();
+      expandable_ = std::make_unique<Expandable>(&node_memory_);
       expandable_->granularity = granularity;
       large_pool_->expandable = true;
       small_pool_->expandable = config_.expandable_small_pool;

@@ -16,6 +16,8 @@
 // of map/unmap calls stays with the pages that actually move (num_map_calls /
 // num_unmap_calls count them). Freed pages stay mapped until needed elsewhere, or until
 // empty_cache, garbage collection or an out-of-memory retry unmaps them and gives them back.
+// Pages of a stream being captured into a CUDA Graph stay put: waiting for such a stream is
+// not allowed while it captures.
 //
 // Statistics: reserved bytes are the mapped pages; non-releasable (inactive split) bytes are
 // the free bytes on pages that also hold live bytes, the only cached memory that cannot be
@@ -31,6 +33,15 @@ namespace kiln {
 
 namespace {
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+/// True when `stream` is being captured into a CUDA Graph (its allocations go to a private
+/// pool): waiting for it is not allowed then, so its segments' pages stay where they are.
+template <typename Capturing>
+bool is_capturing(const Capturing& capturing, StreamId stream) {
+  for (const auto& [s, pool] : capturing)
+    if (s == stream) return true;
+  return false;
+}
 }  // namespace
 
 CachingAllocator::Block* CachingAllocator::allocate_expandable(BlockPool& pool, size_t bytes, size_t size,
@@ -73,7 +84,8 @@ CachingAllocator::Block* CachingAllocator::new_expandable_segment(BlockPool& poo
     const size_t total = std::max(device_total_, ex.granularity);
     ex.address_space = round_up(total / 8 * 9, ex.granularity);
   }
-  if (size > std::numeric_limits<size_t>::max() - ex.granularity) return nullptr;
+  // A request larger than the device can never be mapped: no address range for it.
+  if (size > device_total_) return nullptr;
   const size_t bytes = std::max(ex.address_space, round_up(size, ex.granularity));
   void* base = source_->reserve_address_range(bytes);
   if (base == nullptr) return nullptr;
@@ -101,14 +113,20 @@ CachingAllocator::Block* CachingAllocator::new_expandable_segment(BlockPool& poo
 bool CachingAllocator::map_block_pages(Block* block, size_t size) {
   ExpandableSegment& seg = *block->expandable;
   const size_t first = seg.page_of(block->ptr), last = seg.page_of(block->ptr + size - 1);
+  size_t i = first;
+  while (i <= last && seg.pages[i].handle != 0) ++i;
+  if (i > last) return true;  // the common case: every page is there already
   std::vector<size_t> missing;
-  for (size_t i = first; i <= last; ++i)
+  for (; i <= last; ++i)
     if (seg.pages[i].handle == 0) missing.push_back(i);
-  if (missing.empty()) return true;
   // Pages to move here first, then new ones. (Moving every cached page before creating one
   // is garbage collection at its limit, so the threshold has nothing to add here.)
   std::vector<PageHandle> pages;
   pages.reserve(missing.size());
+  // More pages than the device has in all can never be had: fail before moving or creating
+  // any (creating them one by one would fill the device before the answer is known).
+  if (device_total_ == 0) device_total_ = source_->memory_info().second;
+  if (missing.size() > device_total_ / seg.page) return false;
   const size_t moved_across_pools = steal_pages(seg, first, last, missing.size(), pages);
   size_t created = 0;
   while (pages.size() < missing.size()) {
@@ -140,6 +158,7 @@ size_t CachingAllocator::steal_pages(const ExpandableSegment& target, size_t fir
   size_t found = 0;
   for (auto it = ex.free_pages.begin(); it != ex.free_pages.end() && found < wanted; ++it) {
     if (it->seg == &target && it->index >= first && it->index <= last) continue;
+    if (it->seg != &target && is_capturing(capturing_, it->seg->stream)) continue;
     victims[it->seg].push_back(it->index);
     ++found;
   }
@@ -309,6 +328,7 @@ void CachingAllocator::free_expandable_block(Block* block) {
 void CachingAllocator::release_expandable_cache(bool release_empty_segments) {
   std::vector<ExpandableSegment*> empty;
   for (auto& [id, seg] : expandable_->segments) {
+    if (is_capturing(capturing_, seg->stream)) continue;
     std::vector<size_t> free_pages;
     for (size_t i = 0; i < seg->pages.size(); ++i)
       if (seg->pages[i].handle != 0 && seg->pages[i].live == 0) free_pages.push_back(i);
@@ -326,6 +346,7 @@ void CachingAllocator::unmap_lru_pages(int64_t bytes_over) {
   std::map<ExpandableSegment*, std::vector<size_t>> victims;
   int64_t found = 0;
   for (auto it = expandable_->free_pages.begin(); it != expandable_->free_pages.end() && found < bytes_over; ++it) {
+    if (is_capturing(capturing_, it->seg->stream)) continue;
     victims[it->seg].push_back(it->index);
     found += static_cast<int64_t>(it->seg->page);
   }

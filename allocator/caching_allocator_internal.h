@@ -98,10 +98,13 @@ struct CachingAllocator::FreePage {
 
 /// Every expandable segment of an allocator.
 struct CachingAllocator::Expandable {
+  explicit Expandable(std::pmr::memory_resource* memory) : free_pages(memory) {}
   size_t granularity = 0;    // the source's page size
   size_t address_space = 0;  // bytes of a new segment's range (0: not decided yet)
   std::map<uint64_t, std::unique_ptr<ExpandableSegment>> segments;  // by id
-  std::set<FreePage> free_pages;
+  // Nodes from the allocator's free list: a page that empties and fills again on the hot
+  // path (a small block freed and reallocated) touches no general-purpose heap.
+  std::pmr::set<FreePage> free_pages;
   uint64_t next_id = 1;
 };
 

@@ -1,8 +1,10 @@
 // Replays allocation traces through Kiln's caching allocator, with classic segments and with
 // expandable segments, and reports per trace what the comparison with PyTorch's allocator
 // (bench/alloc_trace_replay.py, the same traces) needs: peak reserved and peak allocated
-// bytes, non-releasable (inactive split) bytes at their peak and at the end, the device calls
-// (segments or pages created and released, pages mapped and unmapped) and the replay time.
+// bytes, non-releasable (inactive split) bytes at the moment of peak reserved, at their own
+// peak and at the end, the device calls (segments or pages created and released, pages mapped
+// and unmapped) and the replay time (of a run of its own: the figures come from a second run
+// that reads the statistics after every event).
 //
 //   alloc_trace_replay [--device cpu|cuda] [--config default|expandable|both] [--json] TRACE...
 //
@@ -30,7 +32,8 @@ namespace {
 struct Result {
   std::string trace, config;
   size_t events = 0;
-  int64_t peak_reserved = 0, peak_allocated = 0, peak_non_releasable = 0, end_non_releasable = 0, end_reserved = 0;
+  int64_t peak_reserved = 0, peak_allocated = 0, non_releasable_at_peak = 0, peak_non_releasable = 0,
+          end_non_releasable = 0, end_reserved = 0;
   int64_t device_allocs = 0, device_frees = 0, map_calls = 0, unmap_calls = 0;
   double ms = 0;
 };
@@ -43,7 +46,10 @@ std::unique_ptr<SegmentSource> make_source(bool cuda) {
   return std::make_unique<HostSegmentSource>();
 }
 
-Result replay(const std::string& path, const std::vector<bench::TraceEvent>& events, bool cuda, bool expandable) {
+/// One replay on a fresh allocator; with `poll`, the statistics after every event give the
+/// non-releasable bytes at the moment reserved bytes peak.
+Result replay(const std::string& path, const std::vector<bench::TraceEvent>& events, bool cuda, bool expandable,
+              bool poll) {
   AllocatorConfig config;
   config.expandable_segments = expandable;
   CachingAllocator allocator(make_source(cuda), config);
@@ -61,6 +67,13 @@ Result replay(const std::string& path, const std::vector<bench::TraceEvent>& eve
       KILN_CHECK(it != live.end(), "alloc_trace_replay: {} frees block {}, which is not live", path, e.id);
       allocator.free(it->second);
       live.erase(it);
+    }
+    if (poll) {
+      const MemoryStats now = allocator.stats();
+      if (now.reserved_bytes[StatPool::All].current > r.peak_reserved) {
+        r.peak_reserved = now.reserved_bytes[StatPool::All].current;
+        r.non_releasable_at_peak = now.inactive_split_bytes[StatPool::All].current;
+      }
     }
   }
   r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -100,26 +113,28 @@ int main(int argc, char** argv) {
   }
   try {
     if (!json)
-      fmt::print("{:<22} {:<10} {:>7} {:>13} {:>13} {:>13} {:>11} {:>7} {:>7} {:>7} {:>7} {:>9}\n", "trace", "config",
-                 "events", "peak resv", "peak alloc", "peak nonrel", "end nonrel", "dev+", "dev-", "map", "unmap",
-                 "ms");
+      fmt::print("{:<24} {:<16} {:>7} {:>12} {:>12} {:>11} {:>11} {:>10} {:>6} {:>6} {:>6} {:>6} {:>9}\n", "trace",
+                 "config", "events", "peak resv", "peak alloc", "nonrel@pk", "max nonrel", "end nonrel", "dev+", "dev-",
+                 "map", "unmap", "ms");
     for (const std::string& path : traces) {
       const std::vector<bench::TraceEvent> events = bench::read_trace(path);
       for (bool expandable : configs) {
-        const Result r = replay(path, events, cuda, expandable);
+        Result r = replay(path, events, cuda, expandable, /*poll=*/true);
+        r.ms = replay(path, events, cuda, expandable, /*poll=*/false).ms;
         if (json) {
           fmt::print(
               "{{\"allocator\": \"kiln\", \"device\": \"{}\", \"trace\": \"{}\", \"config\": \"{}\", \"events\": {}, "
-              "\"peak_reserved\": {}, \"peak_allocated\": {}, \"peak_non_releasable\": {}, \"end_non_releasable\": "
-              "{}, \"end_reserved\": {}, \"device_allocs\": {}, \"device_frees\": {}, \"map_calls\": {}, "
-              "\"unmap_calls\": {}, \"ms\": {:.3f}}}\n",
+              "\"peak_reserved\": {}, \"peak_allocated\": {}, \"non_releasable_at_peak\": {}, "
+              "\"peak_non_releasable\": {}, \"end_non_releasable\": {}, \"end_reserved\": {}, \"device_allocs\": {}, "
+              "\"device_frees\": {}, \"map_calls\": {}, \"unmap_calls\": {}, \"ms\": {:.3f}}}\n",
               cuda ? "cuda" : "cpu", r.trace, r.config, r.events, r.peak_reserved, r.peak_allocated,
-              r.peak_non_releasable, r.end_non_releasable, r.end_reserved, r.device_allocs, r.device_frees,
-              r.map_calls, r.unmap_calls, r.ms);
+              r.non_releasable_at_peak, r.peak_non_releasable, r.end_non_releasable, r.end_reserved,
+              r.device_allocs, r.device_frees, r.map_calls, r.unmap_calls, r.ms);
         } else {
-          fmt::print("{:<22} {:<10} {:>7} {:>13} {:>13} {:>13} {:>11} {:>7} {:>7} {:>7} {:>7} {:>9.1f}\n", r.trace,
-                     r.config, r.events, r.peak_reserved, r.peak_allocated, r.peak_non_releasable,
-                     r.end_non_releasable, r.device_allocs, r.device_frees, r.map_calls, r.unmap_calls, r.ms);
+          fmt::print("{:<24} {:<16} {:>7} {:>12} {:>12} {:>11} {:>11} {:>10} {:>6} {:>6} {:>6} {:>6} {:>9.1f}\n",
+                     r.trace, "kiln " + r.config, r.events, r.peak_reserved, r.peak_allocated,
+                     r.non_releasable_at_peak, r.peak_non_releasable, r.end_non_releasable, r.device_allocs,
+                     r.device_frees, r.map_calls, r.unmap_calls, r.ms);
         }
       }
     }
