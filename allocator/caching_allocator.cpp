@@ -20,11 +20,23 @@ CachingAllocator::CachingAllocator(std::unique_ptr<SegmentSource> source, Alloca
       large_pool_(std::make_unique<BlockPool>(this, false, nullptr, &node_memory_)),
       allocated_(&node_memory_) {
   KILN_INTERNAL_ASSERT(source_ != nullptr);
+  // Expandable segments need caching (without it every block is its own segment) and a
+  // source with virtual memory; otherwise the classic segments serve.
+  if (config_.expandable_segments && config_.caching) {
+    const size_t granularity = source_->vmm_granularity();
+    if (granularity > 0) {
+      expandable_ = std::make_unique<Expandable>(&node_memory_);
+      expandable_->granularity = granularity;
+      large_pool_->expandable = true;
+      small_pool_->expandable = config_.expandable_small_pool;
+    }
+  }
 }
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const PendingEvent& pe : pending_events_) source_->destroy_event(pe.event);
+  if (expandable_) destroy_expandable_segments();
   for (auto& [base, head] : segments_) {
     size_t total = 0;
     for (Block* b = head; b != nullptr;) {
@@ -48,7 +60,27 @@ int CachingAllocator::pool_index(const BlockPool& pool) {
   return static_cast<int>(pool.is_small ? StatPool::Small : StatPool::Large);
 }
 
-size_t CachingAllocator::round_size(size_t bytes) {
+namespace {
+// PyTorch's roundup_power2_divisions: `size` rounded up to the next of `divisions` (a power
+// of two) equal steps between the powers of two around it (1200 in 4 divisions: 1280).
+size_t roundup_power2_next_division(size_t size, size_t divisions) {
+  if ((size & (size - 1)) == 0) return size;
+  const size_t floor = size_t{1} << (63 - __builtin_clzll(size));
+  const size_t step = floor >> (63 - __builtin_clzll(divisions));
+  if (step == 0) return floor << 1;
+  const size_t rounded = size & ~(step - 1);
+  return rounded == size ? size : rounded + step;
+}
+}  // namespace
+
+size_t CachingAllocator::round_size(size_t bytes) const {
+  if (bytes <= config_.roundup_bypass_threshold && bytes <= (size_t{1} << 62)) {
+    // The interval of `bytes`: [1, 2) MiB and below is 0, [2, 4) MiB is 1, ... (PyTorch's).
+    const int log = 63 - __builtin_clzll(bytes | 1);
+    const size_t interval = static_cast<size_t>(std::clamp(log - 20, 0, int{AllocatorConfig::kRoundupIntervals} - 1));
+    const size_t divisions = config_.roundup_power2_divisions[interval];
+    if (divisions > 1 && bytes > kMinBlockSize * divisions) return roundup_power2_next_division(bytes, divisions);
+  }
   return (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
 }
 
@@ -94,6 +126,7 @@ CachingAllocator::Block* CachingAllocator::allocate_block(size_t bytes, StreamId
   process_events();  // flushes what it defers
   const size_t size = round_size(bytes);
   BlockPool& pool = pool_for(size, stream);
+  if (pool.expandable) return allocate_expandable(pool, bytes, size, stream, op);
   Block* block = config_.caching ? take_free_block(pool, stream, size) : nullptr;
   if (block == nullptr) {
     // Without caching every allocation is its own segment of exactly the rounded size.
@@ -205,7 +238,7 @@ bool CachingAllocator::wastes_block(size_t size, size_t block_size) const {
   // never reuse its own freed segment and grow the reserve on every cycle (PyTorch does).
   if (size < config_.max_split_size && block_size >= config_.max_split_size && block_size > segment_size_for(size))
     return true;
-  return size >= config_.max_split_size && block_size >= size + kLargeBuffer;
+  return size >= config_.max_split_size && block_size >= size + config_.max_non_split_rounding;
 }
 
 bool CachingAllocator::splits_rest(bool small_pool, size_t size, size_t remaining) const {
@@ -227,6 +260,7 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t size) {
   rest->size = block->size - size;
   rest->stream = block->stream;
   rest->pool = block->pool;
+  rest->expandable = block->expandable;
   rest->last_used = block->last_used;
   rest->prev = block;
   rest->next = block->next;
@@ -283,6 +317,10 @@ bool CachingAllocator::is_mergeable(const Block* block) {
 
 void CachingAllocator::free_block(Block* block) {
   flush_deferred();  // at most one block waits for its merge
+  if (block->expandable != nullptr) {
+    free_expandable_block(block);
+    return;
+  }
   BlockPool& pool = *block->pool;
   const auto idx = static_cast<StatPool>(pool_index(pool));
   record(TraceAction::FreeCompleted, block->ptr, block->size, block->stream);  // the block as freed, before merging
@@ -414,13 +452,14 @@ void CachingAllocator::release_segment(Block* block) {
 void CachingAllocator::release_whole_segments(BlockPool& pool) {
   std::vector<Block*> whole;
   for (Block* b : pool.blocks)
-    if (is_whole_segment(b)) whole.push_back(b);
+    if (is_whole_segment(b) && b->expandable == nullptr) whole.push_back(b);
   for (Block* b : whole) release_segment(b);
 }
 
 void CachingAllocator::release_cached_blocks() {
   release_whole_segments(*small_pool_);
   release_whole_segments(*large_pool_);
+  if (expandable_) release_expandable_cache(/*release_empty_segments=*/true);
   // Private pools still in use keep their cache (a captured graph replays into it). A
   // released pool disappears with its last segment, so look it up again for each half.
   std::vector<MemPoolId> released;
@@ -445,13 +484,16 @@ void CachingAllocator::garbage_collect(size_t about_to_allocate) {
   std::vector<Block*> candidates;
   for (BlockPool* pool : {small_pool_.get(), large_pool_.get()})
     for (Block* b : pool->blocks)
-      if (is_whole_segment(b)) candidates.push_back(b);
+      if (is_whole_segment(b) && b->expandable == nullptr) candidates.push_back(b);
   std::sort(candidates.begin(), candidates.end(),
             [](const Block* a, const Block* b) { return a->last_used < b->last_used; });
   for (Block* b : candidates) {
     if (reserved() + static_cast<int64_t>(about_to_allocate) <= limit) break;
     release_segment(b);
   }
+  // Then cached pages of expandable segments, least recently freed first.
+  const int64_t over = reserved() + static_cast<int64_t>(about_to_allocate) - limit;
+  if (expandable_ && over > 0) unmap_lru_pages(over);
 }
 
 void CachingAllocator::empty_cache() {
@@ -472,7 +514,11 @@ void CachingAllocator::throw_oom(const char* op, size_t bytes, size_t size, Stre
   const auto active = static_cast<size_t>(stats_.active_bytes[StatPool::All].current);
   const auto non_releasable = static_cast<size_t>(stats_.inactive_split_bytes[StatPool::All].current);
   std::string advice;
-  if (non_releasable > 0 && non_releasable >= size / 4)
+  if (expandable_ != nullptr && pool_for(size, stream).expandable)
+    advice =
+        " Expandable segments are on: the non-releasable memory is the free part of pages that also hold live "
+        "tensors. Free tensors you no longer need or use smaller batches.";
+  else if (non_releasable > 0 && non_releasable >= size / 4)
     advice = fmt::format(
         " The non-releasable memory is fragmentation (free pieces of split segments): setting "
         "KILN_ALLOC_CONF=max_split_size_mb:{} keeps blocks of that size and above whole, and freeing tensors "

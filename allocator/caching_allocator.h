@@ -12,6 +12,17 @@
 // cached whole segment is released and the allocation retried once; after that the request
 // fails with an OutOfMemoryError that explains where the memory is.
 //
+// With expandable segments (AllocatorConfig::expandable_segments, over a source with
+// virtual memory) the default pools take their memory differently: each (pool, stream) has
+// a segment that is an address range as large as the device, whose blocks tile all of it,
+// with physical pages mapped only under blocks in use. Free space anywhere in it merges with
+// its neighbours, so fragmentation strands no memory. When a request needs pages that are not
+// mapped, the allocator first moves pages that hold no live byte from elsewhere (unmap there,
+// map here: no new device memory), and creates pages only for the rest; so the memory mapped
+// stays close to the pages live blocks touch. Cached pages stay mapped until they are needed
+// elsewhere, empty_cache(), garbage collection or an out-of-memory retry unmaps them. Private
+// pools keep classic segments. See caching_allocator_expandable.cpp.
+//
 // Thread-safe: one mutex guards all state. The segment source (host memory or CUDA) is the
 // only thing that talks to a device.
 #pragma once
@@ -106,6 +117,9 @@ class CachingAllocator {
   struct Block;
   struct BlockPool;
   struct PrivatePool;
+  struct ExpandableSegment;
+  struct FreePage;
+  struct Expandable;  // every expandable segment and the free pages in them
   struct PendingEvent {
     EventId event;
     Block* block;
@@ -115,7 +129,7 @@ class CachingAllocator {
     bool operator()(const Block* a, const Block* b) const;
   };
 
-  static size_t round_size(size_t bytes);
+  size_t round_size(size_t bytes) const;
   Block* allocate_block(size_t bytes, StreamId stream, const char* op);  // mutex held
   void finish_allocation(Block* block, size_t bytes, StreamId stream);   // mutex held
   Block* take_deferred(size_t bytes, StreamId stream);                   // mutex held
@@ -151,6 +165,27 @@ class CachingAllocator {
   [[noreturn]] void throw_oom(const char* op, size_t bytes, size_t size, StreamId stream);
   static int pool_index(const BlockPool& pool);
 
+  // Expandable segments (caching_allocator_expandable.cpp); mutex held.
+  Block* allocate_expandable(BlockPool& pool, size_t bytes, size_t size, StreamId stream, const char* op);
+  Block* find_expandable_block(BlockPool& pool, StreamId stream, size_t size);
+  Block* new_expandable_segment(BlockPool& pool, StreamId stream, size_t size);
+  bool map_block_pages(Block* block, size_t size);
+  size_t steal_pages(const ExpandableSegment& target, size_t first, size_t last, size_t wanted,
+                     std::vector<PageHandle>& out);
+  void map_run(ExpandableSegment& seg, size_t first, const PageHandle* pages, size_t count);
+  void unmap_pages(ExpandableSegment& seg, const std::vector<size_t>& pages, std::vector<PageHandle>* keep);
+  void wait_for_stream(StreamId stream);
+  void change_live(ExpandableSegment& seg, uintptr_t begin, size_t bytes, bool increase);
+  bool touches_used_page(const Block* block) const;
+  void adjust_inactive_split(const BlockPool& pool, int64_t blocks, int64_t bytes);
+  void finish_expandable_allocation(Block* block, size_t bytes, size_t size, StreamId stream);
+  void free_expandable_block(Block* block);
+  void release_expandable_cache(bool release_empty_segments);
+  void unmap_lru_pages(int64_t bytes_over);
+  void release_expandable_segment(ExpandableSegment* seg);
+  void destroy_expandable_segments();
+  void snapshot_expandable(const ExpandableSegment& seg, SegmentInfo& info) const;
+
   std::unique_ptr<SegmentSource> source_;
   AllocatorConfig config_;
   mutable std::mutex mutex_;
@@ -172,6 +207,8 @@ class CachingAllocator {
   std::map<MemPoolId, std::unique_ptr<PrivatePool>> private_pools_;
   std::vector<std::pair<StreamId, PrivatePool*>> capturing_;
   MemPoolId next_pool_id_ = 1;
+
+  std::unique_ptr<Expandable> expandable_;  // null unless the config and the source allow them
 
   MemoryStats stats_;
   MemoryStats stats_snapshot() const;  // stats_ with max_split_size filled in (mutex held)

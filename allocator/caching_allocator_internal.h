@@ -1,12 +1,17 @@
-// The caching allocator's private data structures, shared by its two source files
-// (caching_allocator.cpp: the allocate/free path; caching_allocator_report.cpp: statistics,
-// snapshots, history and private pools). Not part of the public API.
+// The caching allocator's private data structures, shared by its source files
+// (caching_allocator.cpp: the allocate/free path; caching_allocator_expandable.cpp: expandable
+// segments; caching_allocator_report.cpp: statistics, snapshots, history and private pools).
+// Not part of the public API.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <memory_resource>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../core/small_vector.h"
 #include "caching_allocator.h"
@@ -27,6 +32,7 @@ struct CachingAllocator::Block {
   int event_count = 0;    // stream events still pending before reuse
   uint64_t last_used = 0;  // tick of the last free, for garbage collection
   SmallVector<StreamId, 2> stream_uses;  // streams from record_stream, while allocated
+  ExpandableSegment* expandable = nullptr;  // the expandable segment it lies in, if any
   /// True when the block shares its segment with other blocks.
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
@@ -39,6 +45,7 @@ struct CachingAllocator::BlockPool {
   std::pmr::set<Block*, BlockOrder> blocks;
   bool is_small;
   PrivatePool* owner;  // null for the default pools
+  bool expandable = false;  // its segments are expandable (default pools with expandable segments)
 };
 
 /// A pool of its own for allocations made during a CUDA Graph capture.
@@ -50,6 +57,55 @@ struct CachingAllocator::PrivatePool {
   BlockPool large;
   size_t segments = 0;   // segments this pool holds
   bool released = false;  // release_pool() was called: segments go as they empty
+};
+
+/// One page-sized slot of an expandable segment's address range.
+struct ExpandablePage {
+  PageHandle handle = 0;  // the physical page mapped here; 0: unmapped
+  size_t live = 0;        // bytes of blocks in use (allocated, or awaiting stream events) on it
+  uint64_t freed = 0;     // allocator tick at which `live` last fell to 0
+};
+
+/// An address range of one (pool, stream), tiled by its blocks, with pages mapped under the
+/// blocks in use and wherever cached pages have not been moved or unmapped yet.
+struct CachingAllocator::ExpandableSegment {
+  uintptr_t base = 0;
+  size_t size = 0;  // bytes of address space
+  size_t page = 0;  // bytes of a page
+  BlockPool* pool = nullptr;
+  StreamId stream = 0;
+  uint64_t id = 0;  // creation order: a deterministic tie-break between segments
+  std::vector<ExpandablePage> pages;
+  size_t mapped = 0;  // pages mapped
+  size_t used = 0;    // pages with live bytes
+  size_t live = 0;    // bytes of blocks in use
+  size_t page_of(uintptr_t address) const { return (address - base) / page; }
+  uintptr_t address_of(size_t index) const { return base + index * page; }
+};
+
+/// A mapped page with no live byte: a page to move where a segment grows, or to unmap.
+struct CachingAllocator::FreePage {
+  uint64_t freed;  // least recently freed first
+  uint64_t segment;
+  size_t index;
+  ExpandableSegment* seg;
+  bool operator<(const FreePage& o) const {
+    if (freed != o.freed) return freed < o.freed;
+    if (segment != o.segment) return segment < o.segment;
+    return index < o.index;
+  }
+};
+
+/// Every expandable segment of an allocator.
+struct CachingAllocator::Expandable {
+  explicit Expandable(std::pmr::memory_resource* memory) : free_pages(memory) {}
+  size_t granularity = 0;    // the source's page size
+  size_t address_space = 0;  // bytes of a new segment's range (0: not decided yet)
+  std::map<uint64_t, std::unique_ptr<ExpandableSegment>> segments;  // by id
+  // Nodes from the allocator's free list: a page that empties and fills again on the hot
+  // path (a small block freed and reallocated) touches no general-purpose heap.
+  std::pmr::set<FreePage> free_pages;
+  uint64_t next_id = 1;
 };
 
 }  // namespace kiln

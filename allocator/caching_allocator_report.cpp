@@ -49,6 +49,8 @@ void CachingAllocator::reset_accumulated_stats() {
   stats_.num_ooms = 0;
   stats_.num_device_alloc = 0;
   stats_.num_device_free = 0;
+  stats_.num_map_calls = 0;
+  stats_.num_unmap_calls = 0;
   stats_.num_sync_all_streams = 0;
 }
 
@@ -66,6 +68,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
     seg.stream = head->stream;
     seg.is_large = !head->pool->is_small;
     seg.pool_id = head->pool->owner != nullptr ? head->pool->owner->id : 0;
+    if (head->expandable != nullptr) snapshot_expandable(*head->expandable, seg);
     for (const Block* b = head; b != nullptr; b = b->next) {
       BlockInfo info;
       info.address = b->ptr;
@@ -85,6 +88,7 @@ MemorySnapshot CachingAllocator::snapshot() const {
       }
       seg.blocks.push_back(info);
     }
+    if (!seg.is_expandable) seg.mapped_size = seg.total_size;
     snap.segments.push_back(std::move(seg));
   }
   // The ring buffer, oldest first.

@@ -1,6 +1,9 @@
-// CUDA segment source. cudaMalloc's out-of-memory error is an answer (nullptr: the caching
-// allocator frees its cache and retries), every other failure is an Error.
+// CUDA segment source. Out of memory is an answer (nullptr or page 0 from cudaMalloc or
+// cuMemCreate; out of address space from cuMemAddressReserve: the caching allocator frees its
+// cache and retries), every other failure is an Error naming the call.
 #include "cuda_segment_source.h"
+
+#include <cuda.h>
 
 #include "../core/cuda_guard.h"
 
@@ -10,6 +13,39 @@ namespace {
 using cuda::DeviceGuard;
 
 cudaEvent_t as_event(EventId id) { return reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(id)); }
+
+/// Throws an Error for a driver call that did not return CUDA_SUCCESS.
+void check_driver(CUresult status, const char* call, const char* file, int line) {
+  if (status == CUDA_SUCCESS) [[likely]]
+    return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  (void)cuGetErrorName(status, &name);
+  (void)cuGetErrorString(status, &text);
+  detail::throw_error(file, line,
+                      fmt::format("CUDA driver error: {} returned {} ({}): {}", call, static_cast<int>(status),
+                                  name != nullptr ? name : "unknown", text != nullptr ? text : "unknown error"));
+}
+#define CU_CHECK(call) check_driver((call), #call, __FILE__, __LINE__)
+
+/// Driver calls need a current context: the runtime's primary context of the device the
+/// guard made current (a thread that has made no runtime call yet has none).
+void ensure_context() {
+  CUcontext context = nullptr;
+  CU_CHECK(cuCtxGetCurrent(&context));
+  if (context == nullptr) CUDA_CHECK(cudaFree(nullptr));
+}
+
+/// Pinned memory on device `device`: what every page is made of.
+CUmemAllocationProp page_properties(int device) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+CUdeviceptr as_device_ptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
 }  // namespace
 
 CudaSegmentSource::CudaSegmentSource(int device) : device_(device) {}
@@ -55,5 +91,80 @@ bool CudaSegmentSource::event_completed(EventId event) {
 void CudaSegmentSource::wait_event(EventId event) { CUDA_CHECK(cudaEventSynchronize(as_event(event))); }
 
 void CudaSegmentSource::destroy_event(EventId event) { CUDA_CHECK(cudaEventDestroy(as_event(event))); }
+
+// ---- virtual memory management -------------------------------------------------------------
+
+size_t CudaSegmentSource::vmm_granularity() {
+  if (vmm_queried_) return granularity_;
+  DeviceGuard guard(device_);
+  ensure_context();
+  CUdevice dev = 0;
+  CU_CHECK(cuDeviceGet(&dev, device_));
+  int supported = 0;
+  CU_CHECK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
+  if (supported != 0) {
+    const CUmemAllocationProp prop = page_properties(device_);
+    size_t granularity = 0;
+    CU_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    granularity_ = granularity;
+  }
+  vmm_queried_ = true;
+  return granularity_;
+}
+
+void* CudaSegmentSource::reserve_address_range(size_t bytes) {
+  DeviceGuard guard(device_);
+  ensure_context();
+  CUdeviceptr base = 0;
+  const CUresult status = cuMemAddressReserve(&base, bytes, granularity_, 0, 0);
+  if (status == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;  // no address space left: an answer
+  CU_CHECK(status);
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(base));
+}
+
+void CudaSegmentSource::release_address_range(void* base, size_t bytes) {
+  DeviceGuard guard(device_);
+  ensure_context();
+  CU_CHECK(cuMemAddressFree(as_device_ptr(base), bytes));
+}
+
+PageHandle CudaSegmentSource::create_page() {
+  DeviceGuard guard(device_);
+  ensure_context();
+  const CUmemAllocationProp prop = page_properties(device_);
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult status = cuMemCreate(&handle, granularity_, &prop, 0);
+  if (status == CUDA_ERROR_OUT_OF_MEMORY) return 0;  // the device is full: an answer
+  CU_CHECK(status);
+  KILN_INTERNAL_ASSERT(handle != 0, "cuMemCreate returned handle 0");
+  return static_cast<PageHandle>(handle);
+}
+
+void CudaSegmentSource::release_page(PageHandle page) {
+  DeviceGuard guard(device_);
+  ensure_context();
+  CU_CHECK(cuMemRelease(static_cast<CUmemGenericAllocationHandle>(page)));
+}
+
+void CudaSegmentSource::map_pages(void* address, const PageHandle* pages, size_t count) {
+  DeviceGuard guard(device_);
+  ensure_context();
+  const CUdeviceptr base = as_device_ptr(address);
+  for (size_t k = 0; k < count; ++k)
+    CU_CHECK(cuMemMap(base + k * granularity_, granularity_, 0, static_cast<CUmemGenericAllocationHandle>(pages[k]), 0));
+  // One access call for the run: the device reads and writes it.
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = device_;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU_CHECK(cuMemSetAccess(base, count * granularity_, &access, 1));
+}
+
+void CudaSegmentSource::unmap_pages(void* address, size_t count) {
+  DeviceGuard guard(device_);
+  ensure_context();
+  const CUdeviceptr base = as_device_ptr(address);
+  for (size_t k = 0; k < count; ++k) CU_CHECK(cuMemUnmap(base + k * granularity_, granularity_));
+}
 
 }  // namespace kiln

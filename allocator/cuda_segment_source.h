@@ -1,5 +1,10 @@
 // Device memory and events of one CUDA GPU as a segment source (CUDA builds only):
-// segments from cudaMalloc, given back with cudaFree, stream events from cudaEventRecord.
+// segments from cudaMalloc, given back with cudaFree, stream events from cudaEventRecord;
+// and, for expandable segments, the driver's virtual memory management: address ranges from
+// cuMemAddressReserve, physical pages from cuMemCreate (pinned device memory of the minimum
+// granularity, 2 MiB on current GPUs) mapped with cuMemMap and cuMemSetAccess, unmapped with
+// cuMemUnmap, given back with cuMemRelease and cuMemAddressFree. A GPU without virtual
+// memory management reports a granularity of 0, and the allocator keeps classic segments.
 #pragma once
 
 #include "segment_source.h"
@@ -19,9 +24,18 @@ class CudaSegmentSource : public SegmentSource {
   bool event_completed(EventId event) override;
   void wait_event(EventId event) override;
   void destroy_event(EventId event) override;
+  size_t vmm_granularity() override;
+  void* reserve_address_range(size_t bytes) override;
+  void release_address_range(void* base, size_t bytes) override;
+  PageHandle create_page() override;
+  void release_page(PageHandle page) override;
+  void map_pages(void* address, const PageHandle* pages, size_t count) override;
+  void unmap_pages(void* address, size_t count) override;
 
  private:
   int device_;
+  bool vmm_queried_ = false;
+  size_t granularity_ = 0;  // 0: no virtual memory management on this GPU
 };
 
 }  // namespace kiln

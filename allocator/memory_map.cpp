@@ -6,7 +6,10 @@
 // links), opens in any browser, and stays small for thousands of segments: only the first
 // kMaxSegments by address are drawn (fewer once kMaxShapes shapes are drawn), and a segment
 // with more blocks than its bar can show is drawn as runs of equal state, or, when even
-// those are too many, as thin slices stacked by the share of each state.
+// those are too many, as thin slices stacked by the share of each state. An expandable
+// segment's bar shows its address range up to its last mapped page or block in use, free
+// bytes cut by what the pages under them hold (expandable_view.h): non-releasable on pages
+// with live bytes, cached on mapped pages with nothing live, or address space with no page.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "expandable_view.h"
 #include "memory_report.h"
 
 namespace kiln {
@@ -31,8 +35,14 @@ std::string snapshot_to_json(const MemorySnapshot& snapshot) {
                         {"requested_size", b.requested_size},
                         {"state", block_state_name(b.state)}});
     }
+    nlohmann::json ranges = nlohmann::json::array();
+    for (const AddressRange& r : seg.mapped_ranges) ranges.push_back({{"address", r.address}, {"size", r.size}});
     segments.push_back({{"address", seg.address},
                         {"total_size", seg.total_size},
+                        {"is_expandable", seg.is_expandable},
+                        {"page_size", seg.page_size},
+                        {"mapped_size", seg.is_expandable ? seg.mapped_size : seg.total_size},
+                        {"mapped_ranges", std::move(ranges)},
                         {"allocated_size", seg.allocated_size},
                         {"active_size", seg.active_size},
                         {"requested_size", seg.requested_size},
@@ -66,12 +76,14 @@ constexpr double kBarWidth = kWidth - kBarX - kMargin;
 constexpr double kBarHeight = 24;
 constexpr double kRowHeight = 36;
 constexpr double kTop = 116;           // first bar row, under title, verdict and legend
+constexpr double kTopExpandable = 136; // ... when the legend has a third line (expandable segments)
 constexpr double kMinBlockPx = 2;      // narrowest block drawn, so a 512 B block stays visible
 constexpr double kCharPx = 6.2;        // width of one character of the 10 px monospace labels
 
 /// How a block is drawn: Inactive splits in two, because only whole free segments can be
-/// released to the device.
-enum class Paint { Active, AwaitingFree, InactiveSplit, InactiveWhole };
+/// released to the device; in expandable segments free bytes are non-releasable (on a page
+/// with live bytes), cached on a mapped page, or unmapped address space.
+enum class Paint { Active, AwaitingFree, InactiveSplit, InactiveWhole, MappedFree, Unmapped };
 
 struct PaintStyle {
   const char* fill;
@@ -83,7 +95,12 @@ constexpr PaintStyle kStyles[] = {
     {"#f28e2b", "#ffffff", "awaiting free (stream events)"},
     {"#e15759", "#ffffff", "inactive split: free piece of a split segment (non-releasable)"},
     {"#c7c7c7", "#202020", "inactive whole segment (releasable by empty_cache)"},
+    {"#9dc7a2", "#202020", "expandable: free on mapped pages with nothing live (unmapped by empty_cache)"},
+    {"#f4f4f4", "#808080", "expandable: address space with no page mapped (no memory)"},
 };
+constexpr size_t kClassicStyles = 4;  // the legend of a snapshot without expandable segments
+constexpr const char* kNonReleasableExpandable =
+    "free on a mapped page that holds live bytes (non-releasable)";
 const PaintStyle& style(Paint p) { return kStyles[static_cast<int>(p)]; }
 
 /// A run of consecutive blocks drawn as one rectangle (one block unless the segment has more
@@ -123,20 +140,40 @@ Paint paint_of(const BlockInfo& b, size_t blocks_in_segment) {
   return blocks_in_segment > 1 ? Paint::InactiveSplit : Paint::InactiveWhole;
 }
 
-/// The segment's blocks as runs: one per block, or merged by equal paint when there are more
-/// blocks than the bar has `room` for.
-std::vector<Run> runs_of(const SegmentInfo& seg, size_t room) {
-  const bool merge = seg.blocks.size() > room;
+Paint paint_of(const Piece& p, const BlockInfo& b) {
+  switch (p.kind) {
+    case PieceKind::Live: return b.state == BlockState::Active ? Paint::Active : Paint::AwaitingFree;
+    case PieceKind::FreeOnUsedPage: return Paint::InactiveSplit;
+    case PieceKind::FreeMapped: return Paint::MappedFree;
+    case PieceKind::Unmapped: break;
+  }
+  return Paint::Unmapped;
+}
+
+/// The segment's blocks as runs: one per block (per piece in an expandable segment, up to
+/// `end`), or merged by equal paint when there are more than the bar has `room` for.
+std::vector<Run> runs_of(const SegmentInfo& seg, size_t room, uint64_t end) {
+  std::vector<Run> raw;
+  if (seg.is_expandable) {
+    for (const Piece& p : expandable_pieces(seg, end)) {
+      const BlockInfo& b = seg.blocks[p.block];
+      const bool live = p.kind == PieceKind::Live;
+      raw.push_back({p.address, p.size, live ? b.requested_size : 0, 1, paint_of(p, b)});
+    }
+  } else {
+    for (const BlockInfo& b : seg.blocks)
+      raw.push_back({b.address, b.size, b.requested_size, 1, paint_of(b, seg.blocks.size())});
+  }
+  if (raw.size() <= room) return raw;
   std::vector<Run> runs;
-  for (const BlockInfo& b : seg.blocks) {
-    const Paint p = paint_of(b, seg.blocks.size());
-    if (merge && !runs.empty() && runs.back().paint == p) {
-      runs.back().size += b.size;
-      runs.back().requested += b.requested_size;
-      ++runs.back().blocks;
+  for (const Run& r : raw) {
+    if (!runs.empty() && runs.back().paint == r.paint) {
+      runs.back().size += r.size;
+      runs.back().requested += r.requested;
+      runs.back().blocks += r.blocks;
       continue;
     }
-    runs.push_back({b.address, b.size, b.requested_size, 1, p});
+    runs.push_back(r);
   }
   return runs;
 }
@@ -172,15 +209,16 @@ std::vector<double> widths_of(const std::vector<Run>& runs, double bar_px) {
 
 /// Draws runs side by side with a tooltip each, and the size inside those wide enough.
 /// Returns the number of shapes drawn.
-size_t draw_runs(std::string& svg, const std::vector<Run>& runs, double y) {
+size_t draw_runs(std::string& svg, const std::vector<Run>& runs, double y, bool expandable) {
   const std::vector<double> widths = widths_of(runs, kBarWidth);
   double x = kBarX;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const PaintStyle& st = style(r.paint);
-    std::string what = r.blocks == 1 ? fmt::format("{:#x}: {} {}", r.address, size_label(r.size), st.legend)
-                                     : fmt::format("{:#x}: {} blocks, {} {}", r.address, r.blocks,
-                                                   size_label(r.size), st.legend);
+    const char* legend = expandable && r.paint == Paint::InactiveSplit ? kNonReleasableExpandable : st.legend;
+    std::string what = r.blocks == 1 ? fmt::format("{:#x}: {} {}", r.address, size_label(r.size), legend)
+                                     : fmt::format("{:#x}: {} {}, {} {}", r.address, r.blocks,
+                                                   expandable ? "pieces" : "blocks", size_label(r.size), legend);
     if (r.paint == Paint::Active) what += fmt::format(", requested {}", size_label(r.requested));
     svg += fmt::format(
         "<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", x, y,
@@ -243,16 +281,22 @@ std::string stream_label(StreamId s) {
 /// number of shapes drawn.
 size_t draw_segment(std::string& svg, const SegmentInfo& seg, double y) {
   const auto room = static_cast<size_t>(kBarWidth / kMinBlockPx);
-  const std::vector<Run> runs = runs_of(seg, room);
+  const uint64_t end = seg.is_expandable ? expandable_shown_end(seg) : seg.address + seg.total_size;
+  const std::vector<Run> runs = runs_of(seg, room, end);
   const bool sliced = runs.size() > room;
   svg += "<g class=\"segment\">\n";
-  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"label\">{}</text>\n", kMargin, y + 11,
-                     xml_escape(fmt::format("{:#x}  {}", seg.address, size_label(seg.total_size))));
+  const std::string head =
+      seg.is_expandable ? fmt::format("{:#x}  {} mapped, expandable", seg.address, size_label(seg.mapped_size))
+                        : fmt::format("{:#x}  {}", seg.address, size_label(seg.total_size));
+  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"label\">{}</text>\n", kMargin, y + 11, xml_escape(head));
   std::string sub = fmt::format("{}, {}, {} block{}", segment_label_pool(seg), stream_label(seg.stream),
                                 seg.blocks.size(), seg.blocks.size() == 1 ? "" : "s");
+  if (seg.is_expandable)
+    sub += fmt::format("; first {} of {} address space shown", size_label(end - seg.address),
+                       size_label(seg.total_size));
   if (sliced) sub += fmt::format(" in {} slices", room);
   svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"sub\">{}</text>\n", kMargin, y + 25, xml_escape(sub));
-  const size_t shapes = sliced ? draw_slices(svg, runs, y, room) : draw_runs(svg, runs, y);
+  const size_t shapes = sliced ? draw_slices(svg, runs, y, room) : draw_runs(svg, runs, y, seg.is_expandable);
   svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{}\" class=\"bar\"/>\n", kBarX, y,
                      kBarWidth, kBarHeight);
   svg += "</g>\n";
@@ -270,10 +314,13 @@ std::string memory_map_svg(const MemorySnapshot& snapshot) {
                    [](const SegmentInfo* a, const SegmentInfo* b) { return a->address < b->address; });
 
   // The bars first: how many fit the budgets decides the picture's height.
+  const bool expandable =
+      std::any_of(segs.begin(), segs.end(), [](const SegmentInfo* s) { return s->is_expandable; });
+  const double top = expandable ? kTopExpandable : kTop;
   std::string body;
   size_t drawn = 0, shapes = 0;
   while (drawn < segs.size() && drawn < kMaxSegments && shapes < kMaxShapes) {
-    shapes += draw_segment(body, *segs[drawn], kTop + static_cast<double>(drawn) * kRowHeight);
+    shapes += draw_segment(body, *segs[drawn], top + static_cast<double>(drawn) * kRowHeight);
     ++drawn;
   }
   const bool note = drawn < segs.size() || segs.empty();
@@ -284,9 +331,9 @@ std::string memory_map_svg(const MemorySnapshot& snapshot) {
                      : fmt::format("{} more segment{} not drawn (the first {} by address are shown).", left,
                                    left == 1 ? "" : "s", drawn);
     body += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"note\">{}</text>\n", kMargin,
-                        kTop + static_cast<double>(drawn) * kRowHeight + 14, xml_escape(text));
+                        top + static_cast<double>(drawn) * kRowHeight + 14, xml_escape(text));
   }
-  const double height = kTop + static_cast<double>(drawn) * kRowHeight + (note ? 24 : 0) + kMargin;
+  const double height = top + static_cast<double>(drawn) * kRowHeight + (note ? 24 : 0) + kMargin;
 
   std::string svg;
   svg += fmt::format(
@@ -316,10 +363,13 @@ std::string memory_map_svg(const MemorySnapshot& snapshot) {
 
   // Legend: a swatch and its meaning per paint, two per line.
   svg += "<g class=\"legend\">\n";
-  for (size_t i = 0; i < std::size(kStyles); ++i) {
+  for (size_t i = 0; i < (expandable ? std::size(kStyles) : kClassicStyles); ++i) {
     const double lx = kMargin + static_cast<double>(i % 2) * 560, ly = 62 + static_cast<double>(i / 2) * 20;
+    const char* legend = expandable && static_cast<Paint>(i) == Paint::InactiveSplit
+                             ? "non-releasable: free piece of a split segment, or free on a page in use"
+                             : kStyles[i].legend;
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>\n", lx, ly, kStyles[i].fill);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 20, ly + 11, xml_escape(kStyles[i].legend));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", lx + 20, ly + 11, xml_escape(legend));
   }
   svg += "</g>\n";
   svg += body;

@@ -25,6 +25,10 @@ std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats);
 /// fragmentation verdict lines. `abbreviated` drops the per-pool rows, as in PyTorch.
 std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviated = false);
 
+/// The line on expandable segments printed under the summary table (how many, pages and
+/// bytes mapped, address space, pages mapped and unmapped so far); "" when there are none.
+std::string expandable_summary(const MemorySnapshot& snapshot);
+
 /// The one-line fragmentation verdict printed under the summary table.
 std::string fragmentation_verdict(const MemorySnapshot& snapshot);
 

@@ -21,6 +21,8 @@ const char* trace_action_name(TraceAction a) {
     case TraceAction::SegmentAlloc: return "segment_alloc";
     case TraceAction::SegmentFree: return "segment_free";
     case TraceAction::Oom: return "oom";
+    case TraceAction::SegmentMap: return "segment_map";
+    case TraceAction::SegmentUnmap: return "segment_unmap";
   }
   return "unknown";
 }

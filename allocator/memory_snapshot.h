@@ -27,7 +27,15 @@ struct BlockInfo {
   BlockState state = BlockState::Inactive;
 };
 
-/// One segment obtained from the device, split into consecutive blocks.
+/// A range of addresses.
+struct AddressRange {
+  uint64_t address = 0;
+  uint64_t size = 0;
+};
+
+/// One segment obtained from the device, split into consecutive blocks. An expandable
+/// segment is an address range whose blocks cover all of it, with physical pages mapped only
+/// where `mapped_ranges` say.
 struct SegmentInfo {
   uint64_t address = 0;
   uint64_t total_size = 0;
@@ -37,6 +45,10 @@ struct SegmentInfo {
   StreamId stream = 0;
   bool is_large = false;        ///< large pool (else small pool)
   uint64_t pool_id = 0;         ///< 0 for the default pools, else the private pool's id
+  bool is_expandable = false;   ///< an expandable segment (total_size: its address range)
+  uint64_t page_size = 0;       ///< expandable: bytes of one physical page
+  uint64_t mapped_size = 0;     ///< bytes backed by memory: total_size, or for an expandable segment its mapped pages
+  std::vector<AddressRange> mapped_ranges;  ///< expandable: the mapped runs of pages, in address order
   std::vector<BlockInfo> blocks;
 };
 
@@ -48,6 +60,8 @@ enum class TraceAction : uint8_t {
   SegmentAlloc,   ///< a segment was obtained from the device
   SegmentFree,    ///< a segment was given back to the device
   Oom,            ///< an allocation failed (size = bytes asked for)
+  SegmentMap,     ///< pages were mapped into an expandable segment
+  SegmentUnmap,   ///< pages were unmapped from an expandable segment
 };
 
 /// One history entry.
@@ -69,7 +83,8 @@ struct MemorySnapshot {
 
 /// "active", "awaiting_free", "inactive".
 const char* block_state_name(BlockState s);
-/// "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom".
+/// "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom",
+/// "segment_map", "segment_unmap".
 const char* trace_action_name(TraceAction a);
 
 }  // namespace kiln

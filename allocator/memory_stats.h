@@ -9,6 +9,13 @@
 //                                  memory that cannot be released ("non-releasable")
 //   requested_bytes                the sizes users asked for, before rounding
 //   oversize_allocations/segments  allocations / segments of at least max_split_size
+// With expandable segments (Kiln's meaning where PyTorch has none):
+//   segment                        an expandable segment is one segment (its address range)
+//   reserved_bytes                 the bytes of the physical pages mapped now
+//   inactive_split / _bytes        free bytes on mapped pages that also hold live bytes: the
+//                                  cached memory that cannot be unmapped (PyTorch counts none)
+//   num_device_alloc / _free       physical pages created / released (cuMemCreate / cuMemRelease)
+//   num_map_calls / num_unmap_calls pages mapped / unmapped (cuMemMap / cuMemUnmap calls)
 // Each is a Stat {current, peak, allocated (total increase), freed (total decrease)}, kept
 // for all pools, the large pool and the small pool.
 #pragma once
@@ -78,6 +85,8 @@ struct MemoryStats {
   int64_t num_ooms = 0;           ///< allocations that failed with OutOfMemoryError
   int64_t num_device_alloc = 0;   ///< segments obtained from the device (cudaMalloc calls)
   int64_t num_device_free = 0;    ///< segments given back to the device (cudaFree calls)
+  int64_t num_map_calls = 0;      ///< pages mapped into expandable segments (Kiln's key)
+  int64_t num_unmap_calls = 0;    ///< pages unmapped from expandable segments (Kiln's key)
   int64_t num_sync_all_streams = 0;
   int64_t max_split_size = 0;     ///< the configured max_split_size in bytes (SIZE_MAX: unset)
 };

@@ -4,14 +4,18 @@
 // PyTorch 2.11's (torch/cuda/memory.py) character for character: the same rows, the same
 // 75-column box, the same unit choice per column (decided by the "all" row) and the same
 // integer flooring. Only the title names Kiln, and a CPU device says CPU where PyTorch says
-// GPU / CUDA. Below the table Kiln adds what PyTorch leaves out: a one-line verdict on
-// whether fragmentation is the problem.
+// GPU / CUDA. Below the table Kiln adds what PyTorch leaves out: a line on the expandable
+// segments when there are any (pages mapped, address space, map and unmap calls), and a
+// one-line verdict on whether fragmentation is the problem.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "expandable_view.h"
 #include "memory_report.h"
 
 namespace kiln {
@@ -148,6 +152,8 @@ std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats) {
   out["num_ooms"] = stats.num_ooms;
   out["num_device_alloc"] = stats.num_device_alloc;
   out["num_device_free"] = stats.num_device_free;
+  out["num_map_calls"] = stats.num_map_calls;
+  out["num_unmap_calls"] = stats.num_unmap_calls;
   out["num_sync_all_streams"] = stats.num_sync_all_streams;
   out["max_split_size"] = stats.max_split_size;
   return out;
@@ -215,7 +221,30 @@ std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviat
 
   std::string out;
   for (const std::string& line : lines) out += "|" + line + "|\n";
+  const std::string expandable = expandable_summary(snapshot);
+  if (!expandable.empty()) out += expandable + "\n";
   return out + fragmentation_verdict(snapshot) + "\n";
+}
+
+std::string expandable_summary(const MemorySnapshot& snapshot) {
+  size_t segments = 0, large = 0;
+  uint64_t mapped = 0, address_space = 0, page = 0;
+  for (const SegmentInfo& seg : snapshot.segments) {
+    if (!seg.is_expandable) continue;
+    ++segments;
+    large += seg.is_large ? 1 : 0;
+    mapped += seg.mapped_size;
+    address_space += seg.total_size;
+    page = seg.page_size;
+  }
+  if (segments == 0) return "";
+  const uint64_t pages = page > 0 ? mapped / page : 0;
+  return fmt::format(
+      "Expandable segments: {} ({} large pool, {} small pool), {} mapped in {} page{} of {}, {} of address space; "
+      "{} page{} mapped and {} unmapped so far.",
+      segments, large, segments - large, in_units(static_cast<int64_t>(mapped)), pages, pages == 1 ? "" : "s",
+      in_units(static_cast<int64_t>(page)), in_units(static_cast<int64_t>(address_space)),
+      snapshot.stats.num_map_calls, snapshot.stats.num_map_calls == 1 ? "" : "s", snapshot.stats.num_unmap_calls);
 }
 
 std::string fragmentation_verdict(const MemorySnapshot& snapshot) {
@@ -232,7 +261,25 @@ std::string fragmentation_verdict(const MemorySnapshot& snapshot) {
                       : below_fraction(non_releasable, reserved, 3, 10) ? "moderate"
                                                                         : "high";
   int64_t largest_free = 0, total_free = 0;
+  bool any_expandable = false;
   for (const SegmentInfo& seg : snapshot.segments) {
+    if (seg.is_expandable) {
+      // Free memory is the free bytes on mapped pages; address space with no page is none.
+      any_expandable = true;
+      int64_t run = 0;
+      size_t run_block = SIZE_MAX;
+      for (const Piece& p : expandable_pieces(seg, expandable_shown_end(seg))) {
+        if (p.kind == PieceKind::Live || p.kind == PieceKind::Unmapped) {
+          run = 0;
+          continue;
+        }
+        run = p.block == run_block ? run + static_cast<int64_t>(p.size) : static_cast<int64_t>(p.size);
+        run_block = p.block;
+        total_free += static_cast<int64_t>(p.size);
+        largest_free = std::max(largest_free, run);
+      }
+      continue;
+    }
     for (const BlockInfo& b : seg.blocks) {
       if (b.state != BlockState::Inactive) continue;
       const auto size = static_cast<int64_t>(b.size);
@@ -241,8 +288,10 @@ std::string fragmentation_verdict(const MemorySnapshot& snapshot) {
     }
   }
   std::string line = fmt::format(
-      "Fragmentation: {} \u2014 {} of {} reserved ({}) is non-releasable (free pieces of split segments); ", level,
-      in_units(non_releasable), in_units(reserved), percent(non_releasable, reserved));
+      "Fragmentation: {} \u2014 {} of {} reserved ({}) is non-releasable ({}); ", level, in_units(non_releasable),
+      in_units(reserved), percent(non_releasable, reserved),
+      any_expandable ? "free bytes on pages that hold live blocks, and free pieces of split segments"
+                     : "free pieces of split segments");
   if (total_free == 0) return line + "no free blocks are cached.";
   return line + fmt::format("largest free block {} of {} free ({}).", in_units(largest_free), in_units(total_free),
                             percent(largest_free, total_free));

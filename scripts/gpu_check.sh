@@ -90,7 +90,11 @@ python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null && have
 $have_torch || profiler_benches
 "$BUILD/bench/cpu_gemm" --repeats 3 > "$OUT/cpu_gemm.txt" 2>&1
 "$BUILD/bench/alloc_latency" --device cuda > "$OUT/alloc_latency_kiln.txt" 2>&1
-"$BUILD/bench/alloc_trace_replay" --device cuda bench/traces/*.trace > "$OUT/alloc_trace_kiln.txt" 2>&1
+# The allocation traces: the committed ones and a Kiln training loop recorded on this GPU.
+"$BUILD/bench/record_training_trace" --device cuda --out "$OUT/kiln_training_cuda.trace" > "$OUT/record_training_trace.txt" 2>&1
+alloc_traces=(bench/traces/*.trace)
+[[ -s "$OUT/kiln_training_cuda.trace" ]] && alloc_traces+=("$OUT/kiln_training_cuda.trace")
+"$BUILD/bench/alloc_trace_replay" --device cuda "${alloc_traces[@]}" > "$OUT/alloc_trace_kiln.txt" 2>&1
 "$BUILD/bench/cuda_bandwidth" > "$OUT/cuda_bandwidth_kiln.txt" 2>&1
 "$BUILD/bench/cuda_gemm" > "$OUT/cuda_gemm_kiln.txt" 2>&1
 "$BUILD/bench/cuda_transfer" > "$OUT/cuda_transfer_kiln.txt" 2>&1
@@ -116,7 +120,12 @@ if $have_torch; then
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
     profiler_benches
   fi
-  python3 bench/alloc_trace_replay.py bench/traces/*.trace > "$OUT/alloc_trace_pytorch.txt" 2>&1
+  # Kiln and PyTorch, each with and without expandable segments, one table (a PyTorch
+  # subprocess per setting: PYTORCH_CUDA_ALLOC_CONF is read when CUDA starts).
+  python3 bench/alloc_trace_compare.py --kiln "$BUILD/bench/alloc_trace_replay" --device cuda "${alloc_traces[@]}" \
+    > "$OUT/alloc_trace_compare.txt" 2>&1
+  row "allocator traces vs PyTorch" "$(grep -E '^Kiln expandable at or below' "$OUT/alloc_trace_compare.txt" ||
+    echo "no result, see $OUT/alloc_trace_compare.txt")"
   python3 bench/torch_cuda_ops.py > "$OUT/cuda_ops_pytorch.txt" 2>&1
 fi
 row "benchmarks" "$OUT/{cpu,alloc_latency,alloc_trace,cuda}_*.txt"

@@ -14,6 +14,11 @@ training_loop.trace   an MLP training loop: persistent weights and optimizer sta
 fragmenting.trace     interleaved lifetimes of mixed sizes, chosen to fragment a cache:
                       long-lived small blocks pinned between short-lived large ones.
 
+Two more traces in bench/traces/ are recorded from real programs, not written here:
+kiln_training.trace (bench/record_training_trace: a Kiln training loop, through
+record_memory_history) and pytorch_training.trace (bench/alloc_trace_record_torch.py: a
+PyTorch training loop on a GPU, through torch.cuda.memory._record_memory_history).
+
 Deterministic: fixed seeds; re-running writes identical files.
 """
 import os

@@ -18,8 +18,10 @@ struct TestAllocator {
   HostSegmentSource* source;
   std::unique_ptr<CachingAllocator> allocator;
 
-  explicit TestAllocator(size_t capacity = 0, AllocatorConfig config = {}, bool manual_events = true) {
-    auto src = std::make_unique<HostSegmentSource>(HostSegmentSource::Options{capacity, manual_events});
+  explicit TestAllocator(size_t capacity = 0, AllocatorConfig config = {}, bool manual_events = true,
+                         size_t vmm_granularity = 2 * kMiB) {
+    auto src =
+        std::make_unique<HostSegmentSource>(HostSegmentSource::Options{capacity, manual_events, vmm_granularity});
     source = src.get();
     allocator = std::make_unique<CachingAllocator>(std::move(src), config);
   }

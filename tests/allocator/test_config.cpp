@@ -79,7 +79,7 @@ TEST_CASE("parse_allocator_config: spaces and empty items are tolerated; unknown
     CHECK(e.garbage_collection_threshold == 0.0);
   }
 
-  for (const char* unknown : {"max_split_size:64", "foo:1", "max_split_size_mb:64,roundup_power2_divisions:4"}) {
+  for (const char* unknown : {"max_split_size:64", "foo:1", "max_split_size_mb:64,roundup_power2:4"}) {
     const std::string msg = parse_error(unknown);
     INFO(unknown << ": " << msg);
     CHECK(starts_with(msg, "KILN_ALLOC_CONF: unknown option"));

@@ -92,7 +92,13 @@ TEST_CASE("snapshot_to_json carries every field and value") {
   CHECK(blocks[2].at("requested_size").get<uint64_t>() == 0);
   CHECK(blocks[2].at("state") == "inactive");
   for (const auto& b : blocks) CHECK(b.size() == 4);
-  CHECK(s0.size() == 9);
+  // A classic segment: not expandable, all of it mapped, no page size or ranges.
+  CHECK(s0.at("is_expandable").get<bool>() == false);
+  CHECK(s0.at("page_size").get<uint64_t>() == 0);
+  CHECK(s0.at("mapped_size").get<uint64_t>() == 20 * MiB);
+  CHECK(s0.at("mapped_ranges").is_array());
+  CHECK(s0.at("mapped_ranges").empty());
+  CHECK(s0.size() == 13);
 
   const auto& s1 = segs[1];
   CHECK(s1.at("address").get<uint64_t>() == 0x7f3b00000000);
@@ -117,7 +123,7 @@ TEST_CASE("snapshot_to_json carries every field and value") {
   for (const auto& e : hist) CHECK(e.size() == 5);
 
   const auto& stats = doc.at("stats");
-  CHECK(stats.size() == 122);
+  CHECK(stats.size() == 124);
   for (const auto& [key, value] : stats_to_map(snap.stats)) {
     CAPTURE(key);
     CHECK(stats.at(key).get<int64_t>() == value);
