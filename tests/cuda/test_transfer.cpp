@@ -93,7 +93,9 @@ TEST_CASE("non_blocking host-to-device: many gated copies through the staging ca
     expected.push_back(src.to(kFloat32).to_vector<float>());
     destinations.push_back(empty({n}, TensorOptions(kFloat32).device(kGpu)));
   }
-  // Warm the pinned cache with every staging block alive at once, as under the gate.
+  // Warm the pinned cache with every staging block alive at once, as under the gate. From an
+  // empty cache, the gated requests then find exactly the free blocks the warm-up made.
+  cuda::host_empty_cache();
   {
     std::vector<Tensor> warm;
     for (int64_t n : sizes) warm.push_back(empty({n}).pin_memory());
