@@ -6,6 +6,7 @@
 #include "core/stream.h"
 #include "tensor/dtype.h"
 #include "allocator/memory.h"
+#include "allocator/pinned_host_allocator.h"
 #include "tensor/generator.h"
 #include "tensor/scalar.h"
 #include "tensor/shape.h"

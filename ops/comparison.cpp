@@ -70,6 +70,7 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b) {
 bool equal(const Tensor& a, const Tensor& b) {
   check_defined("equal", a, "self");
   check_defined("equal", b, "other");
+  OpScope scope("equal", {&a, &b});
   if (a.sizes() != b.sizes()) return false;
   const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
   return va == vb;
@@ -80,6 +81,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   check_defined("allclose", b, "other");
   KILN_CHECK(rtol >= 0 && atol >= 0, "allclose: rtol ({}) and atol ({}) must be non-negative", rtol, atol);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
+  OpScope scope("allclose", {&a, &b});
   const auto va = broadcast_view(a, shape).to_vector<double>();
   const auto vb = broadcast_view(b, shape).to_vector<double>();
   for (size_t i = 0; i < va.size(); ++i) {

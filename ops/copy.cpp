@@ -1,8 +1,18 @@
 // Copies and conversions: contiguous, clone, to(dtype), to(device), copy_, item and the
-// dense CPU copies that to_vector() and printing read from. One copy kernel per device
-// does every dtype conversion over any strides.
+// dense host copy behind to_vector(). One copy kernel per device does every dtype conversion
+// over any strides; moves between devices are in transfer.cpp.
+//
+// Each public call is an op, nested as PyTorch's are, so the profiler's table reads like
+// PyTorch's and a device copy's memcpy row sits under the op that issued it:
+//   contiguous > clone > copy_        to > _to_copy > copy_        item > _local_scalar_dense
+// to() of a tensor that already has the dtype / device returns it without opening a scope:
+// ops convert their operands with to(dtype), and a no-op row under every op would be noise.
+#include <cstring>
+#include <type_traits>
+
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/make.h"
+#include "factory.h"
 #include "kernels.h"
 #include "op_scope.h"
 #include "transfer.h"
@@ -15,46 +25,45 @@ KernelTable<CopyKernel> copy_kernels;
 }
 
 namespace {
-// A contiguous copy of `src` as `dtype` on src's device.
-Tensor copy_as(const char* op, const Tensor& src, DType dtype) {
-  Tensor out = new_contiguous(src.sizes(), dtype, src.device(), op);
-  dispatch::copy_kernels.get(op, src.device())(out, src);
-  return out;
+// The copy_ op of clone and to(dtype): `src` into `out`, a fresh contiguous tensor of src's
+// shape on src's device (nothing to validate: the caller made it).
+void copy_into_fresh(const Tensor& out, const Tensor& src) {
+  OpScope scope("copy_", {&out, &src});
+  dispatch::copy_kernels.get("copy_", src.device())(out, src);
+  scope.output(out);
 }
 }  // namespace
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   OpScope scope("contiguous", {this});
-  return scope.output(copy_as("contiguous", *this, dtype()));
+  return scope.output(clone());
 }
 
 Tensor Tensor::clone() const {
   OpScope scope("clone", {this});
-  return scope.output(copy_as("clone", *this, dtype()));
+  Tensor out = new_contiguous(sizes(), dtype(), device(), "clone");
+  copy_into_fresh(out, *this);
+  return scope.output(out);
 }
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
   OpScope scope("to", {this});
-  return scope.output(copy_as("to", *this, dtype));
-}
-
-Tensor Tensor::to(Device device) const {
-  if (device == this->device()) return *this;
-  KILN_CHECK(cuda::is_built(), "to: cannot move a tensor from {} to {}: this build of Kiln has no CUDA support",
-             this->device().str(), device.str());
-  OpScope scope("to", {this});
-  // Copy the elements densely on the source device first, then move the bytes once.
-  const Tensor dense = contiguous();
-  Tensor out = new_contiguous(sizes(), dtype(), device, "to");
-  detail::copy_between_devices(out, dense);
+  OpScope to_copy("_to_copy", {this});
+  Tensor out = new_contiguous(sizes(), dtype, device(), "to");
+  copy_into_fresh(out, *this);
+  to_copy.output(out);
   return scope.output(out);
 }
 
-Tensor Tensor::to(Device device, DType dtype) const { return to(device).to(dtype); }
+Tensor Tensor::to(Device device) const { return to(device, false); }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor Tensor::to(Device device, DType dtype) const { return to(device, dtype, false); }
+
+Tensor& Tensor::copy_(const Tensor& src) { return copy_(src, false); }
+
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   check_defined("copy_", src, "src");
   const Shape target = broadcast_shapes(src.sizes(), sizes(), "copy_");
   KILN_CHECK(target == sizes(), "copy_: source of shape {} cannot be broadcast to destination shape {}",
@@ -65,24 +74,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
                "call clone() on it first",
                shape_str(sizes()), shape_str(strides()));
   if (src.device() != device()) {
-    // Across devices: convert on the source device, move the bytes, then copy in place
-    // (which broadcasts and writes through this tensor's strides).
     KILN_CHECK(cuda::is_built(), "copy_: cannot copy from {} to {}: this build of Kiln has no CUDA support",
                src.device().str(), device().str());
-    const Tensor converted = src.to(dtype());
-    if (is_contiguous() && converted.sizes() == sizes()) {
-      // Straight into this tensor's memory (DMA into pinned host memory at full speed).
-      OpScope scope("copy_", {this, &src});
-      detail::copy_between_devices(*this, converted.contiguous());
-      scope.output(*this);
-      return *this;
-    }
-    return copy_(converted.to(device()));
+    OpScope scope("copy_", {this, &src});
+    detail::copy_across_devices(*this, src, non_blocking);
+    scope.output(*this);
+    return *this;
   }
   OpScope scope("copy_", {this, &src});
   // A source sharing memory with the destination is copied out first, so overlapping
   // reads and writes cannot mix.
-  const Tensor source = src.is_alias_of(*this) ? copy_as("copy_", src, src.dtype()) : src;
+  const Tensor source = src.is_alias_of(*this) ? src.clone() : src;
   dispatch::copy_kernels.get("copy_", device())(*this, broadcast_view(source, sizes()));
   scope.output(*this);
   return *this;
@@ -97,10 +99,14 @@ void Tensor::set_data(const Tensor& other) {
 Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a tensor with {} elements (shape {}) cannot be converted to a Scalar", numel(),
              shape_str(sizes()));
-  const Tensor c = dense_cpu_copy(dtype());
+  OpScope scope("item", {this});
+  OpScope dense("_local_scalar_dense", {this});
+  alignas(8) unsigned char bytes[8];
+  detail::read_element(*this, bytes);
   Scalar result;
   dispatch_all(dtype(), "item", [&]<typename T>() {
-    const T v = *static_cast<const T*>(c.data_ptr());
+    T v;
+    std::memcpy(&v, bytes, sizeof(T));
     if constexpr (std::is_same_v<T, bool>) result = Scalar(v);
     else if constexpr (std::is_integral_v<T>) result = Scalar(static_cast<int64_t>(v));
     else result = Scalar(static_cast<double>(static_cast<acc_t<T>>(v)));
@@ -108,10 +114,13 @@ Scalar Tensor::item() const {
   return result;
 }
 
-Tensor Tensor::dense_cpu_copy(DType dtype) const {
-  const Tensor host = device().is_cpu() ? *this : to(Device::cpu());
-  if (host.dtype() == dtype && host.is_contiguous()) return host;
-  return copy_as("to", host, dtype);
+void Tensor::copy_to_host(void* out, DType dtype) const {
+  OpScope scope("to_vector", {this});
+  if (numel() == 0) return;
+  // A CPU tensor over the caller's buffer: copy_ converts, walks any strides and moves the
+  // bytes across devices in one go, straight into it.
+  Tensor dst = from_blob(out, sizes(), TensorOptions(dtype));
+  dst.copy_(*this);
 }
 
 }  // namespace kiln

@@ -113,6 +113,7 @@ if $have_torch; then
     if [[ -x "$BUILD-libtorch/side_by_side_cuda_overhead" ]]; then
       "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
       "$BUILD-libtorch/side_by_side_gemm" > "$OUT/cuda_gemm_side_by_side.txt" 2>&1
+      "$BUILD-libtorch/side_by_side_transfer" > "$OUT/cuda_transfer_side_by_side.txt" 2>&1
     else
       row "side-by-side overhead" "not built (no Kiln install found; see $OUT/libtorch_configure.log)"
     fi

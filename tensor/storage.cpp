@@ -36,7 +36,7 @@ std::shared_ptr<StorageImpl> wrap_storage(void* data, size_t nbytes, Device devi
                                           std::function<void(void*)> deleter) {
   auto* context = new std::function<void(void*)>(std::move(deleter));
   return std::allocate_shared<StorageImpl>(PoolAllocator<StorageImpl>(), DataPtr(data, context, &call_user_deleter),
-                                           nbytes, device);
+                                           nbytes, device, StorageOrigin::External);
 }
 
 }  // namespace kiln

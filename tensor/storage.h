@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -11,21 +12,30 @@
 
 namespace kiln {
 
+/// Where a storage's memory comes from: what is_pinned() and record_stream() ask.
+enum class StorageOrigin : uint8_t {
+  CachingAllocator,  ///< the device's caching allocator (allocate_storage)
+  PinnedHost,        ///< the pinned host cache (allocator/pinned_host_allocator.h)
+  External,          ///< memory Kiln does not own (from_blob, wrap_storage)
+};
+
 /// A block of memory on one device, owned (or, for from_blob, merely referenced).
 class StorageImpl {
  public:
   /// Wraps memory an allocator handed out.
-  StorageImpl(DataPtr data, size_t nbytes, Device device)
-      : data_(std::move(data)), nbytes_(nbytes), device_(device) {}
+  StorageImpl(DataPtr data, size_t nbytes, Device device, StorageOrigin origin = StorageOrigin::CachingAllocator)
+      : data_(std::move(data)), nbytes_(nbytes), device_(device), origin_(origin) {}
 
   void* data() const { return data_.get(); }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  StorageOrigin origin() const { return origin_; }
 
  private:
   DataPtr data_;
   size_t nbytes_;
   Device device_;
+  StorageOrigin origin_;
 };
 
 /// Allocates fresh storage of `nbytes` on `device` (op names the caller for error messages).

@@ -9,9 +9,11 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/error.h"
+#include "../core/stream.h"
 #include "scalar.h"
 #include "tensor_impl.h"
 #include "tensor_options.h"
@@ -142,6 +144,26 @@ class Tensor {
   bool is_pinned() const;
   /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor's memory.
   Tensor& copy_(const Tensor& src);
+
+  // ---- transfers across devices and streams (defined in ops/transfer.cpp) ----------------
+  /// to(device), with PyTorch's non_blocking: true lets the host return before the copy ends.
+  /// CPU to GPU from pageable memory stages the data through the pinned host cache (one host
+  /// pass, then an async DMA on the current stream); from memory pin_memory() gave, the DMA
+  /// reads it directly. GPU to CPU returns a pinned tensor whose values arrive later: call
+  /// cuda::synchronize() (or synchronize the current stream, or wait for an Event recorded
+  /// after the copy) before reading it. Blocking (false) copies are those of to(device).
+  Tensor to(Device device, bool non_blocking) const;
+  /// to(device, non_blocking) converted to `dtype` (the conversion runs on the GPU).
+  Tensor to(Device device, DType dtype, bool non_blocking) const;
+  /// copy_(src), non_blocking across devices as to(device, true) is: a host destination must
+  /// be pinned for the copy to run asynchronously (a pageable one is written before return).
+  Tensor& copy_(const Tensor& src, bool non_blocking);
+  /// Marks this tensor's memory (its whole storage, for a view) as used by `stream`, as
+  /// PyTorch's record_stream: once the last tensor using it dies, the block is reused only
+  /// after the work queued on `stream` by then has completed. For CUDA tensors (the stream
+  /// must be on their device) and CPU tensors from pin_memory() (any GPU's stream); memory
+  /// Kiln does not own (from_blob) is left alone, as PyTorch does.
+  void record_stream(const Stream& stream) const;
   /// Sets every element to `value` (defined in ops/factory.cpp).
   Tensor& fill_(const Scalar& value);
   /// Sets every element to zero.
@@ -165,9 +187,15 @@ class Tensor {
   /// Half, BFloat16).
   template <typename T>
   std::vector<T> to_vector() const {
-    Tensor c = dense_cpu_copy(dtype_of<T>());
-    const T* p = static_cast<const T*>(c.data_ptr());
-    return std::vector<T>(p, p + c.numel());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel()));  // std::vector<bool> packs bits
+      copy_to_host(bytes.data(), dtype_of<T>());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(numel()));
+      copy_to_host(out.data(), dtype_of<T>());
+      return out;
+    }
   }
 
   // ---- printing (tensor/print.cpp) -------------------------------------------------------
@@ -178,8 +206,8 @@ class Tensor {
   TensorImpl* unsafe_impl() const { return impl_.get(); }
 
  private:
-  /// A contiguous CPU tensor of `dtype` with this tensor's values (this tensor if it already is one).
-  Tensor dense_cpu_copy(DType dtype) const;
+  /// Writes every element, converted to `dtype`, densely into `out` (the op "to_vector").
+  void copy_to_host(void* out, DType dtype) const;
   TensorImpl& impl() const {
     if (!impl_) [[unlikely]] throw_undefined();
     return *impl_;
