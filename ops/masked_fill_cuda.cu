@@ -1,7 +1,5 @@
 // CUDA body of masked_fill: the elementwise engine with the target as both output and input
 // (each element is read and written by the same thread), the value converted on the host.
-#include <cstring>
-
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
@@ -20,10 +18,10 @@ struct MaskedFillFn {
 void masked_fill_cuda(const Tensor& out, const Tensor& mask, const Scalar& value) {
   dispatch_all(out.dtype(), "masked_fill", [&]<typename K>() {
     using T = device_t<K>;
-    const K v = value.to<K>();
+    // The value as the CPU converts it (to<K>), moved to the device type exactly.
     MaskedFillFn<T> f{};
-    static_assert(sizeof(K) == sizeof(T));
-    std::memcpy(&f.value, &v, sizeof(T));  // Half/BFloat16 share __half/__nv_bfloat16's bits
+    if constexpr (is_half_v<T>) f.value = narrow<T>(static_cast<float>(value.to<K>()));
+    else f.value = value.to<K>();
     map<K, K, bool>("masked_fill", out, f, out, mask);
   });
 }

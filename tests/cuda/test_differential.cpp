@@ -243,7 +243,7 @@ struct InputSet {
   std::string what;
   std::vector<Tensor> tensors;
   int64_t dim = 0;
-  std::optional<Tolerance> tol;
+  std::optional<Tolerance> tol = std::nullopt;
 };
 
 /// An op whose inputs it makes itself, for one dtype.
