@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "../tensor/generator.h"
 #include "../tensor/tensor.h"
@@ -77,6 +78,42 @@ using LayerNormKernel = void (*)(const Tensor& out, const Tensor& mean, const Te
 /// Throws when a target is outside [0, C).
 using NllLossKernel = void (*)(const Tensor& out, const Tensor& logp, const Tensor& target, int64_t ignore_index);
 
+/// out = in clamped to [min, max] (either bound may be absent); in has out's dtype, which is
+/// not bool. A NaN element stays NaN; a NaN bound clamps nothing (as PyTorch's scalar clamp).
+using ClampKernel = void (*)(const Tensor& out, const Tensor& in, const std::optional<Scalar>& min,
+                             const std::optional<Scalar>& max);
+
+/// out[i] = value wherever mask[i] (other elements keep theirs); out has any strides without
+/// overlapping elements, mask is a bool view of out's shape.
+using MaskedFillKernel = void (*)(const Tensor& out, const Tensor& mask, const Scalar& value);
+
+/// The first element, in row-major order, of an int64 index tensor (any strides) whose
+/// value lies outside [0, size): its flat position (-1 when every value is in range) and value.
+struct IndexCheck {
+  int64_t position = -1;
+  int64_t value = 0;
+};
+/// Finds the first out-of-range index (CUDA: one synchronizing read-back; while the stream
+/// is being captured into a graph it checks nothing and reports -1).
+using IndexCheckKernel = IndexCheck (*)(const Tensor& index, int64_t size);
+
+/// Gather: out[i] = src[i + index[i] * src_dim_stride] over out's shape (any strides). src
+/// is a view of the source with out's shape and stride 0 along the indexed dim, index an
+/// int64 view of out's shape; strides in elements. Indices outside [0, dim_size) were
+/// rejected by the op's IndexCheck; a kernel that meets one anyway (CUDA graph capture)
+/// writes 0 instead of reading outside the source.
+using GatherKernel = void (*)(const Tensor& out, const Tensor& src, const Tensor& index, int64_t src_dim_stride,
+                              int64_t dim_size);
+
+/// How scatter combines a source value with the destination element.
+enum class ScatterMode : uint8_t { Assign, Add };
+/// Scatter over index's shape: self[i + index[i] * self_dim_stride] = src[i] (Assign) or
+/// += src[i] (Add; atomic on CUDA). self is a view of the destination with index's shape and
+/// stride 0 along the indexed dim; src a view of index's shape with self's dtype; index int64.
+/// Out-of-range indices were rejected by the op; a kernel skips any it meets.
+using ScatterKernel = void (*)(ScatterMode mode, const Tensor& self, const Tensor& src, const Tensor& index,
+                               int64_t self_dim_stride, int64_t dim_size);
+
 namespace dispatch {
 extern KernelTable<UnaryKernel> unary_kernels;
 extern KernelTable<BinaryKernel> binary_kernels;
@@ -91,6 +128,11 @@ extern KernelTable<SoftmaxKernel> softmax_kernels;
 extern KernelTable<GemmKernel> gemm_kernels;
 extern KernelTable<LayerNormKernel> layer_norm_kernels;
 extern KernelTable<NllLossKernel> nll_loss_kernels;
+extern KernelTable<ClampKernel> clamp_kernels;
+extern KernelTable<MaskedFillKernel> masked_fill_kernels;
+extern KernelTable<IndexCheckKernel> index_check_kernels;
+extern KernelTable<GatherKernel> gather_kernels;
+extern KernelTable<ScatterKernel> scatter_kernels;
 }  // namespace dispatch
 
 }  // namespace kiln

@@ -65,10 +65,15 @@ OpCost op_cost(const char* op, std::span<const Tensor* const> inputs, std::span<
       cost.flops = 2.0 * out_elements * static_cast<double>(a->size(-1));
   } else if (one_of(name, {"add", "sub", "mul",  "div",   "pow",  "neg",     "abs",   "relu",
                            "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu",  "gelu",
-                           "eq",  "ne",  "lt",   "le",    "gt",   "ge",      "where", "dropout"})) {
+                           "eq",  "ne",  "lt",   "le",    "gt",   "ge",      "where", "dropout",
+                           "clamp", "clamp_", "clamp_min", "clamp_max"})) {
     cost.flops = out_elements;
   } else if (one_of(name, {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin"})) {
     cost.flops = first != nullptr && first->defined() ? static_cast<double>(first->numel()) : 0.0;
+  } else if (one_of(name, {"scatter_add", "scatter_add_"})) {
+    // One addition per index element (inputs: self, index, src).
+    const Tensor* index = inputs.size() > 1 ? inputs[1] : nullptr;
+    cost.flops = index != nullptr && index->defined() ? static_cast<double>(index->numel()) : 0.0;
   } else if (one_of(name, {"softmax", "log_softmax"})) {
     cost.flops = 5.0 * out_elements;
   } else if (name == "layer_norm") {

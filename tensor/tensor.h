@@ -6,9 +6,12 @@
 // top of tensor/: the include arrows still point one way.
 #pragma once
 
+#include <concepts>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -197,6 +200,163 @@ class Tensor {
       return out;
     }
   }
+
+  // ---- ops as methods (thin wrappers over the free functions; ops/tensor_methods.cpp) ----
+  // Each has the signature and defaults of the free function it calls (ops/*.h). Dims given
+  // as a plain integer (x.sum(1)) mean the one-dim list; an empty list reduces every dim.
+  // PyTorch's x.max(dim) returns (values, indices): here use x.amax(dim) and x.argmax(dim).
+  // x.float(), x.double(), x.long(), x.int() and x.bool() cannot exist in C++ (keywords):
+  // write x.to(kFloat), x.to(kDouble), x.to(kLong), x.to(kInt), x.to(kBool).
+  /// sum(*this).
+  Tensor sum() const;
+  /// sum(*this, dims, keepdim).
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  /// sum(*this, {dim}, keepdim).
+  template <std::integral I>
+  Tensor sum(I dim, bool keepdim = false) const {
+    return sum(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  /// mean(*this).
+  Tensor mean() const;
+  /// mean(*this, dims, keepdim).
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  /// mean(*this, {dim}, keepdim).
+  template <std::integral I>
+  Tensor mean(I dim, bool keepdim = false) const {
+    return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  /// max(*this): the largest element (0-dim).
+  Tensor max() const;
+  /// max(*this, dims, keepdim): the largest values (amax).
+  Tensor max(const Shape& dims, bool keepdim = false) const;
+  /// min(*this): the smallest element (0-dim).
+  Tensor min() const;
+  /// min(*this, dims, keepdim): the smallest values (amin).
+  Tensor min(const Shape& dims, bool keepdim = false) const;
+  /// amax(*this, dims, keepdim).
+  Tensor amax(const Shape& dims, bool keepdim = false) const;
+  /// amax(*this, {dim}, keepdim).
+  template <std::integral I>
+  Tensor amax(I dim, bool keepdim = false) const {
+    return amax(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  /// amin(*this, dims, keepdim).
+  Tensor amin(const Shape& dims, bool keepdim = false) const;
+  /// amin(*this, {dim}, keepdim).
+  template <std::integral I>
+  Tensor amin(I dim, bool keepdim = false) const {
+    return amin(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  /// argmax(*this): flat index of the largest element.
+  Tensor argmax() const;
+  /// argmax(*this, dim, keepdim).
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  /// argmin(*this): flat index of the smallest element.
+  Tensor argmin() const;
+  /// argmin(*this, dim, keepdim).
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  /// exp(*this).
+  Tensor exp() const;
+  /// log(*this).
+  Tensor log() const;
+  /// sqrt(*this).
+  Tensor sqrt() const;
+  /// rsqrt(*this).
+  Tensor rsqrt() const;
+  /// abs(*this).
+  Tensor abs() const;
+  /// neg(*this).
+  Tensor neg() const;
+  /// tanh(*this).
+  Tensor tanh() const;
+  /// sigmoid(*this).
+  Tensor sigmoid() const;
+  /// relu(*this).
+  Tensor relu() const;
+  /// gelu(*this, approximate): "none" (exact erf) or "tanh".
+  Tensor gelu(std::string_view approximate = "none") const;
+  /// silu(*this).
+  Tensor silu() const;
+  /// pow(*this, exponent).
+  Tensor pow(const Tensor& exponent) const;
+  /// pow(*this, exponent) for a number exponent.
+  Tensor pow(const Scalar& exponent) const;
+  /// add(*this, other, alpha): this + alpha * other.
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  /// add(*this, other, alpha) for a number other.
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  /// sub(*this, other, alpha): this - alpha * other.
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  /// sub(*this, other, alpha) for a number other.
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  /// mul(*this, other).
+  Tensor mul(const Tensor& other) const;
+  /// mul(*this, other) for a number other.
+  Tensor mul(const Scalar& other) const;
+  /// div(*this, other): true division.
+  Tensor div(const Tensor& other) const;
+  /// div(*this, other) for a number other.
+  Tensor div(const Scalar& other) const;
+  /// matmul(*this, other).
+  Tensor matmul(const Tensor& other) const;
+  /// mm(*this, other) (2-D operands).
+  Tensor mm(const Tensor& other) const;
+  /// softmax(*this, dim).
+  Tensor softmax(int64_t dim) const;
+  /// log_softmax(*this, dim).
+  Tensor log_softmax(int64_t dim) const;
+  /// clamp(*this, min, max): at least one bound.
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  /// clamp_(*this, min, max): in place.
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  /// clamp_min(*this, min).
+  Tensor clamp_min(const Scalar& min) const;
+  /// clamp_max(*this, max).
+  Tensor clamp_max(const Scalar& max) const;
+  /// masked_fill(*this, mask, value).
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  /// masked_fill_(*this, mask, value): in place.
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  /// index_select(*this, dim, index).
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  /// gather(*this, dim, index).
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  /// scatter(*this, dim, index, src): a scattered copy.
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  /// scatter(*this, dim, index, value): a scattered copy.
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  /// scatter_(*this, dim, index, src): in place.
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  /// scatter_(*this, dim, index, value): in place.
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  /// scatter_add(*this, dim, index, src): a copy with src added at index.
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  /// scatter_add_(*this, dim, index, src): in place.
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  /// eq(*this, other).
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  /// ne(*this, other).
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  /// lt(*this, other).
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  /// le(*this, other).
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  /// gt(*this, other).
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  /// ge(*this, other).
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  /// equal(*this, other): same shape and values.
+  bool equal(const Tensor& other) const;
+  /// to(kFloat16).
+  Tensor half() const { return to(DType::Float16); }
+  /// to(kBFloat16).
+  Tensor bfloat16() const { return to(DType::BFloat16); }
 
   // ---- printing (tensor/print.cpp) -------------------------------------------------------
   /// PyTorch's repr: "tensor([[1., 2.]], dtype=float64)", summarised with "..." when large.

@@ -16,6 +16,9 @@ void register_cpu_kernels() {
   cpu::register_layer_norm_kernels();
   cpu::register_dropout_kernels();
   cpu::register_loss_kernels();
+  cpu::register_clamp_kernels();
+  cpu::register_masked_fill_kernels();
+  cpu::register_indexing_kernels();
 }
 
 }  // namespace kiln::dispatch

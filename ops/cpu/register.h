@@ -13,5 +13,8 @@ void register_gemm_kernels();
 void register_layer_norm_kernels();
 void register_dropout_kernels();
 void register_loss_kernels();
+void register_clamp_kernels();
+void register_masked_fill_kernels();
+void register_indexing_kernels();
 
 }  // namespace kiln::cpu

@@ -17,6 +17,9 @@ void register_cuda_kernels() {
   cuda_kernels::register_loss_kernels();
   cuda_kernels::register_dropout_kernels();
   cuda_kernels::register_matmul_kernels();
+  cuda_kernels::register_clamp_kernels();
+  cuda_kernels::register_masked_fill_kernels();
+  cuda_kernels::register_indexing_kernels();
 }
 
 }  // namespace kiln::dispatch
