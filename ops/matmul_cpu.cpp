@@ -1,7 +1,8 @@
 // CPU GEMM through Eigen. Each matrix operand is mapped in place when one of its strides is
 // 1 (row-major, or transposed/column-major as t() produces), so linear's weight.t() costs
 // no copy; other layouts are packed into a dense buffer first. float16/bfloat16 operands
-// are widened to float, multiplied, and rounded once; integer GEMMs use an exact loop. A
+// are widened to float, multiplied, and rounded once; integer GEMMs use an exact loop that
+// wraps modulo 2^64 (as the CUDA tiled kernel does, and PyTorch's results do). A
 // bias vector (the CUDA kernel's cuBLASLt epilogue) is copied into out first and added as
 // the beta = 1 term, which rounds the same way.
 #include <Eigen/Core>
@@ -13,6 +14,7 @@
 #include "cpu/loops.h"
 #include "cpu/register.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cpu {
 
@@ -84,18 +86,23 @@ void gemm_one(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, double alpha
     gemm_eigen<float>(wo.data(), MatrixRef<float>{wa.data(), M, K, K, 1}, MatrixRef<float>{wb.data(), K, N, N, 1},
                       static_cast<float>(alpha), static_cast<float>(beta));
     for (int64_t i = 0; i < M * N; ++i) out[i] = T(wo[i]);
-  } else {  // integers: exact, i-k-j order so the inner loop streams rows of b and out
-    const auto ia = static_cast<int64_t>(alpha), ib = static_cast<int64_t>(beta);
+  } else {
+    // Integers: exact, i-k-j order so the inner loop streams rows of b and out. The int64
+    // arithmetic wraps (wrapping.h) where it would overflow; its low bits are the int32
+    // result too, so this matches the CUDA tiled kernel bit for bit.
+    const int64_t ia = convert<int64_t>(alpha), ib = convert<int64_t>(beta);
     std::vector<int64_t> acc(static_cast<size_t>(N));
     for (int64_t i = 0; i < M; ++i) {
       std::fill(acc.begin(), acc.end(), 0);
       for (int64_t k = 0; k < K; ++k) {
         const int64_t av = a.data[i * a.row_stride + k * a.col_stride];
-        for (int64_t j = 0; j < N; ++j) acc[j] += av * static_cast<int64_t>(b.data[k * b.row_stride + j * b.col_stride]);
+        const T* brow = b.data + k * b.row_stride;
+        for (int64_t j = 0; j < N; ++j)
+          acc[j] = wrapping_add(acc[j], wrapping_mul(av, static_cast<int64_t>(brow[j * b.col_stride])));
       }
       for (int64_t j = 0; j < N; ++j) {
-        const int64_t prev = ib == 0 ? 0 : ib * static_cast<int64_t>(out[i * N + j]);
-        out[i * N + j] = static_cast<T>(prev + ia * acc[j]);
+        const int64_t prev = ib == 0 ? 0 : wrapping_mul(ib, static_cast<int64_t>(out[i * N + j]));
+        out[i * N + j] = static_cast<T>(wrapping_add(prev, wrapping_mul(ia, acc[j])));
       }
     }
   }
