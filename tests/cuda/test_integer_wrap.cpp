@@ -54,7 +54,7 @@ TEST_CASE("cuda: integer add, sub, mul, neg and abs wrap as on the CPU") {
     // Every pair of edge values: x as a column against x as a row.
     const auto col = [x](Device d) { return x(d).view({12, 1}); };
     const auto row = [x](Device d) { return x(d).view({1, 12}); };
-    const std::string t = dtype_name(dt);
+    const std::string t(dtype_name(dt));
     same_on_both(t + " add", [&](Device d) { return add(col(d), row(d)); });
     same_on_both(t + " sub", [&](Device d) { return sub(col(d), row(d)); });
     same_on_both(t + " mul", [&](Device d) { return mul(col(d), row(d)); });
