@@ -1,5 +1,6 @@
 // CPU bodies of the binary ops (arithmetic and comparisons). 16-bit floats compute in
-// float; integer pow uses exact repeated squaring.
+// float; integer pow uses exact repeated squaring. Integer arithmetic wraps (wrapping.h),
+// as PyTorch's does, instead of overflowing into undefined behaviour.
 #include <cmath>
 #include <type_traits>
 
@@ -8,6 +9,7 @@
 #include "cpu/register.h"
 #include "int_pow.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cpu {
 
@@ -32,12 +34,12 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
   const bool unit_alpha = alpha.to_double() == 1.0;
   switch (op) {
     case BinaryOp::Add:
-      if (unit_alpha) return arith<T>(out, a, b, [](A x, A y) { return x + y; });
-      return arith<T>(out, a, b, [al](A x, A y) { return x + al * y; });
+      if (unit_alpha) return arith<T>(out, a, b, [](A x, A y) { return wrapping_add(x, y); });
+      return arith<T>(out, a, b, [al](A x, A y) { return wrapping_add(x, wrapping_mul(al, y)); });
     case BinaryOp::Sub:
-      if (unit_alpha) return arith<T>(out, a, b, [](A x, A y) { return x - y; });
-      return arith<T>(out, a, b, [al](A x, A y) { return x - al * y; });
-    case BinaryOp::Mul: return arith<T>(out, a, b, [](A x, A y) { return x * y; });
+      if (unit_alpha) return arith<T>(out, a, b, [](A x, A y) { return wrapping_sub(x, y); });
+      return arith<T>(out, a, b, [al](A x, A y) { return wrapping_sub(x, wrapping_mul(al, y)); });
+    case BinaryOp::Mul: return arith<T>(out, a, b, [](A x, A y) { return wrapping_mul(x, y); });
     case BinaryOp::Div:
       if constexpr (std::is_floating_point_v<A>) return arith<T>(out, a, b, [](A x, A y) { return x / y; });
       break;

@@ -1,12 +1,14 @@
 // CUDA bodies of the binary ops (arithmetic and comparisons) and where(). A number operand
 // arrives as a 0-dim CPU tensor broadcast to the output's shape (PyTorch's rule for numbers
 // next to GPU tensors): its value is read on the host and passed to the kernel by value, so
-// `x + 1` reads x once and nothing else.
+// `x + 1` reads x once and nothing else. Integer arithmetic wraps (wrapping.h), bit for bit
+// as the CPU's does.
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
 #include "int_pow.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cuda_kernels {
 
@@ -20,9 +22,9 @@ struct BinaryMath {
   using Out = std::conditional_t<kCompare, bool, T>;
   A alpha;
   __device__ __forceinline__ Out operator()(A x, A y) const {
-    if constexpr (Op == BinaryOp::Add) return narrow<T>(x + alpha * y);
-    else if constexpr (Op == BinaryOp::Sub) return narrow<T>(x - alpha * y);
-    else if constexpr (Op == BinaryOp::Mul) return narrow<T>(x * y);
+    if constexpr (Op == BinaryOp::Add) return narrow<T>(wrapping_add(x, wrapping_mul(alpha, y)));
+    else if constexpr (Op == BinaryOp::Sub) return narrow<T>(wrapping_sub(x, wrapping_mul(alpha, y)));
+    else if constexpr (Op == BinaryOp::Mul) return narrow<T>(wrapping_mul(x, y));
     else if constexpr (Op == BinaryOp::Div) return narrow<T>(x / y);
     else if constexpr (Op == BinaryOp::Pow) {
       if constexpr (std::is_floating_point_v<A>) return narrow<T>(pow(x, y));

@@ -110,7 +110,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
              step);
   KILN_CHECK(options.dtype() != DType::Bool, "arange: unsupported dtype bool");
   check_grad_options("arange", options);
-  const auto n = static_cast<int64_t>(std::ceil((e - s) / d));
+  // The length in double first: (e - s) / d can exceed int64 (arange(0, 1e30)), and casting
+  // such a double to int64 is undefined.
+  const double length = std::ceil((e - s) / d);
+  KILN_CHECK(length < 0x1p63, "arange: start={}, end={}, step={} give {} elements, more than int64 can count", start,
+             end, step, length);
+  const auto n = static_cast<int64_t>(length);
   OpScope scope("arange", {});
   Tensor out = new_contiguous({n}, options.dtype(), options.device(), "arange");
   dispatch::arange_kernels.get("arange", options.device())(out, s, d);
@@ -152,7 +157,7 @@ Tensor randn_like(const Tensor& t) {
 
 Tensor from_buffer(const void* data, DType src_dtype, int64_t count, const Shape& sizes, TensorOptions options) {
   for (int64_t s : sizes) KILN_CHECK(s >= 0, "from_vector: negative dimension {} in shape {}", s, shape_str(sizes));
-  const int64_t numel = shape_numel(sizes);
+  const int64_t numel = shape_numel(sizes, "from_vector");
   KILN_CHECK(count == numel, "from_vector: {} values cannot fill a tensor of shape {} ({} elements)", count,
              shape_str(sizes), numel);
   check_grad_options("from_vector", options);
@@ -165,27 +170,30 @@ Tensor from_buffer(const void* data, DType src_dtype, int64_t count, const Shape
 }
 
 Tensor from_blob(void* data, const Shape& sizes, TensorOptions options, std::function<void(void*)> deleter) {
-  return from_blob(data, sizes, contiguous_strides(sizes), options, std::move(deleter));
+  for (int64_t s : sizes) KILN_CHECK(s >= 0, "from_blob: negative dimension {} in shape {}", s, shape_str(sizes));
+  return from_blob(data, sizes, contiguous_strides(sizes, "from_blob"), options, std::move(deleter));
 }
 
 Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOptions options,
                  std::function<void(void*)> deleter) {
   KILN_CHECK(sizes.size() == strides.size(), "from_blob: {} sizes but {} strides ({} vs {})", sizes.size(),
              strides.size(), shape_str(sizes), shape_str(strides));
-  int64_t span = 1;  // elements from the first to one past the last reachable element
   for (size_t d = 0; d < sizes.size(); ++d) {
     KILN_CHECK(sizes[d] >= 0, "from_blob: negative dimension {} in shape {}", sizes[d], shape_str(sizes));
     KILN_CHECK(strides[d] >= 0, "from_blob: negative stride {} in strides {}", strides[d], shape_str(strides));
-    if (sizes[d] == 0) span = 0;
   }
-  if (span != 0)
-    for (size_t d = 0; d < sizes.size(); ++d) span += (sizes[d] - 1) * strides[d];
+  const size_t elem = element_size(options.dtype());
+  // Element count, element span and byte sizes all checked: a wrapped one would describe
+  // far less memory than the view walks.
+  shape_numel(sizes, "from_blob");
+  check_byte_strides(sizes, strides, elem, "from_blob");
+  const int64_t span = storage_extent(sizes, strides, 0, "from_blob");  // elements the view reaches
+  const int64_t nbytes = checked_nbytes(sizes, span, elem, "from_blob");
   KILN_CHECK(data != nullptr || span == 0, "from_blob: data is null but shape {} has elements", shape_str(sizes));
   check_grad_options("from_blob", options);
-  auto storage = wrap_storage(data, static_cast<size_t>(span) * element_size(options.dtype()), options.device(),
-                              std::move(deleter));
+  auto storage = wrap_storage(data, static_cast<size_t>(nbytes), options.device(), std::move(deleter));
   Tensor out(std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), std::move(storage), options.dtype(), sizes,
-                                              strides, 0));
+                                              strides, 0, "from_blob"));
   if (options.requires_grad()) out.requires_grad_(true);
   return out;
 }

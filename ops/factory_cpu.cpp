@@ -1,6 +1,7 @@
 // CPU kernels of the factories: fill, arange and the Philox random fills.
 #include <cmath>
 
+#include "../tensor/convert.h"
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/philox.h"
 #include "cpu/loops.h"
@@ -31,7 +32,9 @@ void arange_cpu(const Tensor& out, double start, double step) {
     const int64_t n = out.numel();
     for (int64_t i = 0; i < n; ++i) {
       const double v = start + static_cast<double>(i) * step;
-      if constexpr (std::is_integral_v<T>) o[i] = static_cast<T>(v);
+      // Through int64, as PyTorch computes integer aranges, then wrapped to T: no undefined
+      // double -> int32 cast past int32's range.
+      if constexpr (std::is_integral_v<T>) o[i] = static_cast<T>(convert<int64_t>(v));
       else o[i] = static_cast<T>(static_cast<acc_t<T>>(v));
     }
   });

@@ -44,7 +44,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                  "cat: sizes of tensors must match except in dimension {}: expected size {} but got size {} for tensor "
                  "{} in dimension {} (shapes {} and {})",
                  d, ref->sizes()[k], t.sizes()[k], i, k, shape_str(ref->sizes()), shape_str(t.sizes()));
-    total += t.sizes()[d];
+    // Expanded inputs can be huge without memory: the sum is checked (the output's element
+    // count is, by new_contiguous).
+    int64_t sum;
+    KILN_CHECK(!add_overflows(total, t.sizes()[d], &sum),
+               "cat: the output's size in dimension {} overflows int64 (tensor {} of shape {} adds {} to {})", d, i,
+               shape_str(t.sizes()), t.sizes()[d], total);
+    total = sum;
   }
   Shape out_shape = ref->sizes();
   out_shape[d] = total;
@@ -58,7 +64,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (n > 0) {
       Shape part = out_shape;
       part[d] = n;
-      copy(new_view(out, part, out.strides(), offset * out.strides()[d]), t);
+      copy(new_view(out, part, out.strides(), offset * out.strides()[d], "cat"), t);
     }
     offset += n;
   }
@@ -74,6 +80,13 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                shape_str(tensors[0].sizes()), shape_str(tensors[i].sizes()), i);
   }
   const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  // Checked here so the error names stack, not the cat it is built on.
+  Shape out_shape = tensors[0].sizes();
+  out_shape.insert(out_shape.begin() + d, static_cast<int64_t>(tensors.size()));
+  KILN_CHECK(checked_numel(out_shape).has_value(),
+             "stack: {} tensors of shape {} stack to shape {}, which has too many elements (the element count "
+             "overflows int64)",
+             tensors.size(), shape_str(tensors[0].sizes()), shape_str(out_shape));
   OpScope scope("stack", tensors);
   std::vector<Tensor> expanded;
   expanded.reserve(tensors.size());

@@ -61,19 +61,37 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   KILN_CHECK(k_a == k_b, "matmul: inner dimensions must match, but a has shape {} and b has shape {} ({} vs {})",
              shape_str(a.sizes()), shape_str(b.sizes()), k_a, k_b);
   const Shape batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
-  const Shape batch = broadcast_shapes(batch_a, batch_b, "matmul");
-
-  OpScope scope("matmul", {&a, &b});
-  Shape full_a = batch, full_b = batch;
+  // Checked here rather than by broadcast_shapes, whose message would show only the batch
+  // dims ("[2] and [3]") and not the operands the user passed.
+  const std::optional<Shape> broadcast = try_broadcast_shapes(batch_a, batch_b);
+  KILN_CHECK(broadcast.has_value(),
+             "matmul: the batch dimensions of a (shape {}) and b (shape {}) cannot be broadcast together ({} vs {})",
+             shape_str(a.sizes()), shape_str(b.sizes()), shape_str(batch_a), shape_str(batch_b));
+  const Shape& batch = *broadcast;
+  Shape full_a = batch, full_b = batch, full_out = batch;
   full_a.insert(full_a.end(), as.end() - 2, as.end());
   full_b.insert(full_b.end(), bs.end() - 2, bs.end());
-  const Tensor a3 = broadcast_view(new_view(a, as, a_vec ? Shape{0, a.strides()[0]} : a.strides(), a.storage_offset()), full_a);
-  const Tensor b3 = broadcast_view(new_view(b, bs, b_vec ? Shape{b.strides()[0], 0} : b.strides(), b.storage_offset()), full_b);
+  full_out.push_back(as[as.size() - 2]);
+  full_out.push_back(bs.back());
+  // Broadcasting the batch dims multiplies each operand's element count by the other's
+  // batch; the output's rows times columns can overflow on their own.
+  for (const Shape* s : {&full_a, &full_b, &full_out})
+    KILN_CHECK(checked_numel(*s).has_value(),
+               "matmul: a (shape {}) and b (shape {}) need a tensor of shape {}, which has too many elements (the "
+               "element count overflows int64)",
+               shape_str(a.sizes()), shape_str(b.sizes()), shape_str(*s));
+
+  OpScope scope("matmul", {&a, &b});
+  const Tensor a3 = broadcast_view(
+      new_view(a, as, a_vec ? Shape{0, a.strides()[0]} : a.strides(), a.storage_offset(), "matmul"), full_a);
+  const Tensor b3 = broadcast_view(
+      new_view(b, bs, b_vec ? Shape{b.strides()[0], 0} : b.strides(), b.storage_offset(), "matmul"), full_b);
   Tensor out = batched_gemm("matmul", a3, b3);
   Shape final_shape = batch;
   if (!a_vec) final_shape.push_back(as[as.size() - 2]);
   if (!b_vec) final_shape.push_back(bs.back());
-  if (final_shape != out.sizes()) out = new_view(out, final_shape, contiguous_strides(final_shape), 0);
+  if (final_shape != out.sizes())
+    out = new_view(out, final_shape, contiguous_strides(final_shape, "matmul"), 0, "matmul");
   return scope.output(out);
 }
 

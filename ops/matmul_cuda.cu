@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "../core/cuda_guard.h"
+#include "../tensor/convert.h"
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/make.h"
 #include "cuda/cublaslt.h"
@@ -337,8 +338,9 @@ void tiled_gemm(const Problem& p, DType dtype, double alpha, double beta, const 
     args.bs_a = p.batches.stride[1];
     args.bs_b = p.batches.stride[2];
     if constexpr (std::is_integral_v<T>) {
-      args.alpha = static_cast<Acc>(static_cast<int64_t>(alpha));
-      args.beta = static_cast<Acc>(static_cast<int64_t>(beta));
+      // convert: defined for any double (a cast past int64's range is not), as on the CPU.
+      args.alpha = static_cast<Acc>(kiln::convert<int64_t>(alpha));
+      args.beta = static_cast<Acc>(kiln::convert<int64_t>(beta));
     } else {
       args.alpha = static_cast<Acc>(alpha);
       args.beta = static_cast<Acc>(beta);

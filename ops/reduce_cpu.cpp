@@ -12,6 +12,7 @@
 #include "cpu/loops.h"
 #include "cpu/register.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cpu {
 
@@ -38,12 +39,14 @@ struct BlockReducer {
       case ReduceOp::Sum:
       case ReduceOp::Mean: {
         Sum acc = 0;
+        // Integer sums wrap modulo 2^64 (PyTorch's result) rather than overflow.
         block.run({base}, [&](char** p, const int64_t* s, int64_t n) {
           if (s[0] == static_cast<int64_t>(sizeof(T))) {
             const T* v = reinterpret_cast<const T*>(p[0]);
-            for (int64_t i = 0; i < n; ++i) acc += static_cast<Sum>(static_cast<A>(v[i]));
+            for (int64_t i = 0; i < n; ++i) acc = wrapping_add(acc, static_cast<Sum>(static_cast<A>(v[i])));
           } else {
-            for (int64_t i = 0; i < n; ++i) acc += static_cast<Sum>(static_cast<A>(*reinterpret_cast<const T*>(p[0] + i * s[0])));
+            for (int64_t i = 0; i < n; ++i)
+              acc = wrapping_add(acc, static_cast<Sum>(static_cast<A>(*reinterpret_cast<const T*>(p[0] + i * s[0]))));
           }
         });
         if (op == ReduceOp::Sum) {

@@ -32,6 +32,7 @@
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cuda_kernels {
 
@@ -112,7 +113,7 @@ struct Reducer {
 
   __device__ __forceinline__ V combine(V a, V b) const {
     if constexpr (Op == ReduceOp::Sum) {
-      return a + b;
+      return wrapping_add(a, b);  // integer sums wrap modulo 2^64, as the CPU's
     } else if constexpr (kArg) {
       // NaN beats any number; equal values (or two NaNs) go to the smaller index.
       const bool an = is_nan(a.v), bn = is_nan(b.v);

@@ -7,6 +7,7 @@
 #include "cpu/loops.h"
 #include "cpu/register.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cpu {
 
@@ -21,8 +22,9 @@ template <typename T>
 void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
   using A = acc_t<T>;
   switch (op) {
-    case UnaryOp::Neg: return apply<T>(out, in, [](A v) { return static_cast<A>(-v); });
-    case UnaryOp::Abs: return apply<T>(out, in, [](A v) { return v < A(0) ? static_cast<A>(-v) : v; });
+    // Wrapping for integers: neg and abs of INT64_MIN give INT64_MIN, as in PyTorch.
+    case UnaryOp::Neg: return apply<T>(out, in, [](A v) { return wrapping_neg(v); });
+    case UnaryOp::Abs: return apply<T>(out, in, [](A v) { return v < A(0) ? wrapping_neg(v) : v; });
     // Written so NaN fails the test and passes through, as PyTorch's clamp_min(x, 0) does.
     case UnaryOp::Relu: return apply<T>(out, in, [](A v) { return v < A(0) ? A(0) : v; });
     default: break;

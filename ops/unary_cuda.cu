@@ -11,6 +11,7 @@
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
 #include "kernels.h"
+#include "wrapping.h"
 
 namespace kiln::cuda_kernels {
 
@@ -65,8 +66,9 @@ struct UnaryFn {
   __device__ T operator()(T v) const {
     using A = acc_t<T>;
     const A x = widen(v);
-    if constexpr (Op == UnaryOp::Neg) return narrow<T>(static_cast<A>(-x));
-    else if constexpr (Op == UnaryOp::Abs) return narrow<T>(x < A(0) ? static_cast<A>(-x) : x);
+    // Integers wrap, as on the CPU: neg and abs of INT64_MIN give INT64_MIN.
+    if constexpr (Op == UnaryOp::Neg) return narrow<T>(wrapping_neg(x));
+    else if constexpr (Op == UnaryOp::Abs) return narrow<T>(x < A(0) ? wrapping_neg(x) : x);
     else if constexpr (Op == UnaryOp::Relu) return narrow<T>(x < A(0) ? A(0) : x);  // NaN stays NaN
     else if constexpr (Op == UnaryOp::Exp) return narrow<T>(exp(x));
     else if constexpr (Op == UnaryOp::Log) return narrow<T>(log(x));

@@ -9,28 +9,39 @@
 namespace kiln {
 
 namespace {
-Tensor finish(OpScope& scope, const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return scope.output(new_view(base, std::move(sizes), std::move(strides), offset));
+Tensor finish(OpScope& scope, const char* op, const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  return scope.output(new_view(base, std::move(sizes), std::move(strides), offset, op));
+}
+
+// The stride of a new size-1 dim: a * b, as PyTorch computes it, when that fits int64 in
+// bytes (kernels walk in byte strides), else `fallback`: a size-1 dim is never stepped
+// along, so any stride describes it (only a huge step or an empty view gets here).
+int64_t size1_stride(int64_t a, int64_t b, int64_t fallback, size_t element_size) {
+  int64_t stride, bytes;
+  if (mul_overflows(a, b, &stride) || mul_overflows(stride, static_cast<int64_t>(element_size), &bytes))
+    return fallback;
+  return stride;
 }
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
   const Shape sizes_out = infer_shape(shape, numel(), "view");
-  auto st = view_strides(sizes(), strides(), sizes_out);
+  auto st = view_strides(sizes(), strides(), sizes_out, "view");
   KILN_CHECK(st.has_value(),
              "view: size {} is not compatible with input tensor's size {} and stride {} (at least one dimension "
              "spans across two contiguous subspaces); use reshape() instead",
              shape_str(sizes_out), shape_str(sizes()), shape_str(strides()));
   OpScope scope("view", {this});
-  return finish(scope, *this, sizes_out, std::move(*st), storage_offset());
+  return finish(scope, "view", *this, sizes_out, std::move(*st), storage_offset());
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape sizes_out = infer_shape(shape, numel(), "reshape");
   OpScope scope("reshape", {this});
-  if (auto st = view_strides(sizes(), strides(), sizes_out)) return finish(scope, *this, sizes_out, std::move(*st), storage_offset());
+  if (auto st = view_strides(sizes(), strides(), sizes_out, "reshape"))
+    return finish(scope, "reshape", *this, sizes_out, std::move(*st), storage_offset());
   const Tensor dense = clone();
-  return finish(scope, dense, sizes_out, contiguous_strides(sizes_out), 0);
+  return finish(scope, "reshape", dense, sizes_out, contiguous_strides(sizes_out, "reshape"), 0);
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -41,7 +52,7 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
     std::swap(sz[d0], sz[d1]);
     std::swap(st[d0], st[d1]);
   }
-  return finish(scope, *this, sz, st, storage_offset());
+  return finish(scope, "transpose", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::t() const {
@@ -49,7 +60,7 @@ Tensor Tensor::t() const {
              shape_str(sizes()));
   if (dim() < 2) {
     OpScope scope("t", {this});
-    return finish(scope, *this, sizes(), strides(), storage_offset());
+    return finish(scope, "t", *this, sizes(), strides(), storage_offset());
   }
   return transpose(0, 1);
 }
@@ -68,7 +79,7 @@ Tensor Tensor::permute(const Shape& dims) const {
     st[i] = strides()[d];
   }
   OpScope scope("permute", {this});
-  return finish(scope, *this, sz, st, storage_offset());
+  return finish(scope, "permute", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::movedim(int64_t source, int64_t destination) const {
@@ -89,12 +100,12 @@ Tensor Tensor::narrow(int64_t dim_, int64_t start, int64_t length) const {
              -size_d, size_d);
   if (start < 0) start += size_d;
   KILN_CHECK(length >= 0, "narrow: length must be non-negative, got {}", length);
-  KILN_CHECK(start + length <= size_d,
+  KILN_CHECK(length <= size_d - start,  // not start + length, which can overflow
              "narrow: start ({}) + length ({}) exceeds dimension size ({}) of dim {}", start, length, size_d, d);
   OpScope scope("narrow", {this});
   Shape sz = sizes();
   sz[d] = length;
-  return finish(scope, *this, sz, strides(), storage_offset() + start * strides()[d]);
+  return finish(scope, "narrow", *this, sz, strides(), storage_offset() + start * strides()[d]);
 }
 
 Tensor Tensor::slice(int64_t dim_, int64_t start, int64_t end, int64_t step) const {
@@ -107,11 +118,15 @@ Tensor Tensor::slice(int64_t dim_, int64_t start, int64_t end, int64_t step) con
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
-  OpScope scope("slice", {this});
+  // end - start + step - 1 could overflow for a large step; this form cannot.
+  const int64_t length = end > start ? (end - start - 1) / step + 1 : 0;
   Shape sz = sizes(), st = strides();
-  sz[d] = (end - start + step - 1) / step;
-  st[d] *= step;
-  return finish(scope, *this, sz, st, storage_offset() + start * strides()[d]);
+  sz[d] = length;
+  // With two or more elements the new stride spans real memory and fits; with fewer, a step
+  // past the end can overflow it.
+  st[d] = length > 1 ? st[d] * step : size1_stride(st[d], step, st[d], element_size());
+  OpScope scope("slice", {this});
+  return finish(scope, "slice", *this, sz, st, storage_offset() + start * strides()[d]);
 }
 
 Tensor Tensor::select(int64_t dim_, int64_t index) const {
@@ -125,7 +140,7 @@ Tensor Tensor::select(int64_t dim_, int64_t index) const {
   const int64_t offset = storage_offset() + index * st[d];
   sz.erase(sz.begin() + d);
   st.erase(st.begin() + d);
-  return finish(scope, *this, sz, st, offset);
+  return finish(scope, "select", *this, sz, st, offset);
 }
 
 Tensor Tensor::unsqueeze(int64_t dim_) const {
@@ -134,12 +149,12 @@ Tensor Tensor::unsqueeze(int64_t dim_) const {
              "unsqueeze: dim {} is out of range for a {}-D tensor (expected a dim in [{}, {}])", dim_, dim(),
              -(dim() + 1), dim());
   const int64_t d = dim_ < 0 ? dim_ + dim() + 1 : dim_;
-  OpScope scope("unsqueeze", {this});
   Shape sz = sizes(), st = strides();
-  const int64_t new_stride = d < dim() ? sz[d] * st[d] : 1;
+  const int64_t new_stride = d < dim() ? size1_stride(sz[d], st[d], 1, element_size()) : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  return finish(scope, *this, sz, st, storage_offset());
+  OpScope scope("unsqueeze", {this});
+  return finish(scope, "unsqueeze", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::squeeze() const {
@@ -150,7 +165,7 @@ Tensor Tensor::squeeze() const {
     sz.push_back(sizes()[d]);
     st.push_back(strides()[d]);
   }
-  return finish(scope, *this, sz, st, storage_offset());
+  return finish(scope, "squeeze", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::squeeze(int64_t dim_) const {
@@ -161,7 +176,7 @@ Tensor Tensor::squeeze(int64_t dim_) const {
     sz.erase(sz.begin() + d);
     st.erase(st.begin() + d);
   }
-  return finish(scope, *this, sz, st, storage_offset());
+  return finish(scope, "squeeze", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::expand(const Shape& target) const {
@@ -179,7 +194,7 @@ Tensor Tensor::expand(const Shape& target) const {
       KILN_CHECK(target[i] >= 0, "expand: the expanded size {} is not allowed in a leading, non-existing dimension "
                                  "{} (target {})", target[i], i, shape_str(target));
       sz[i] = target[i];
-      st[i] = (target[i] == 1 && i + 1 < target.size()) ? sz[i + 1] * st[i + 1] : 0;
+      st[i] = (target[i] == 1 && i + 1 < target.size()) ? size1_stride(sz[i + 1], st[i + 1], 1, element_size()) : 0;
       continue;
     }
     const int64_t have = sizes()[i - lead];
@@ -192,8 +207,10 @@ Tensor Tensor::expand(const Shape& target) const {
     sz[i] = want;
     st[i] = (want == have) ? strides()[i - lead] : 0;
   }
+  // Stride-0 dims make any size free in memory, but the element count must still fit int64.
+  shape_numel(sz, "expand");
   OpScope scope("expand", {this});
-  return finish(scope, *this, sz, st, storage_offset());
+  return finish(scope, "expand", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -202,9 +219,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   KILN_CHECK(s <= e, "flatten: start_dim ({}) cannot come after end_dim ({})", s, e);
   Shape out;
   for (int64_t d = 0; d < s; ++d) out.push_back(sizes()[d]);
-  int64_t merged = 1;
-  for (int64_t d = s; d <= e; ++d) merged *= sizes()[d];
-  out.push_back(merged);
+  // The merged size is a product of sizes whose full product is numel(): it fits int64.
+  out.push_back(shape_numel(Shape(sizes().begin() + s, sizes().begin() + e + 1), "flatten"));
   for (int64_t d = e + 1; d < dim(); ++d) out.push_back(sizes()[d]);
   return reshape(out);
 }
@@ -212,20 +228,18 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) const {
   KILN_CHECK(sz.size() == st.size(), "as_strided: {} sizes but {} strides", sz.size(), st.size());
   KILN_CHECK(offset >= 0, "as_strided: negative storage offset {}", offset);
-  int64_t last = offset;  // largest element index reached
-  bool empty_view = false;
-  for (size_t d = 0; d < sz.size(); ++d) {
+  for (size_t d = 0; d < sz.size(); ++d)
     KILN_CHECK(sz[d] >= 0 && st[d] >= 0, "as_strided: negative size or stride in sizes {} strides {}", shape_str(sz),
                shape_str(st));
-    if (sz[d] == 0) empty_view = true;
-    else last += (sz[d] - 1) * st[d];
-  }
+  shape_numel(sz, "as_strided");
+  check_byte_strides(sz, st, element_size(), "as_strided");
+  const int64_t extent = storage_extent(sz, st, offset, "as_strided");  // 0 for an empty view
   const int64_t capacity = static_cast<int64_t>(unsafe_impl()->storage()->nbytes() / element_size());
-  KILN_CHECK(empty_view || last < capacity,
+  KILN_CHECK(extent <= capacity,
              "as_strided: sizes {} strides {} offset {} reach element {}, but the storage holds {} elements",
-             shape_str(sz), shape_str(st), offset, last, capacity);
+             shape_str(sz), shape_str(st), offset, extent - 1, capacity);
   OpScope scope("as_strided", {this});
-  return finish(scope, *this, sz, st, offset);
+  return finish(scope, "as_strided", *this, sz, st, offset);
 }
 
 }  // namespace kiln

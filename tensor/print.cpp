@@ -66,7 +66,9 @@ class Formatter {
 
   std::string format_float(double v) const {
     std::string s;
-    if (sci_mode_) {
+    if (std::isnan(v)) {
+      s = "nan";  // fmt writes "-nan" for a NaN with its sign bit set (sqrt(-1)); Python never does
+    } else if (sci_mode_) {
       s = fmt::format("{:.{}e}", v, kPrecision);
     } else if (int_mode_) {
       s = fmt::format("{:.0f}", v);

@@ -7,11 +7,11 @@
 namespace kiln {
 
 TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides,
-                       int64_t offset)
+                       int64_t offset, const char* op)
     : storage_(std::move(storage)), dtype_(dtype), sizes_(std::move(sizes)), strides_(std::move(strides)),
       offset_(offset) {
   KILN_INTERNAL_ASSERT(storage_ != nullptr);
-  refresh();
+  refresh(op);
 }
 
 TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t numel,
@@ -19,24 +19,29 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape 
     : storage_(std::move(storage)), dtype_(dtype), sizes_(std::move(sizes)), strides_(std::move(strides)), offset_(0),
       numel_(numel), contiguous_(true) {}
 
-void TensorImpl::set_layout(Shape sizes, Shape strides, int64_t offset) {
+void TensorImpl::set_layout(Shape sizes, Shape strides, int64_t offset, const char* op) {
+  KILN_INTERNAL_ASSERT(sizes.size() == strides.size(), "{}: {} sizes vs {} strides", op, sizes.size(), strides.size());
+  // Checked before anything changes, so a refused layout leaves the tensor as it was.
+  const int64_t numel = shape_numel(sizes, op);
   sizes_ = std::move(sizes);
   strides_ = std::move(strides);
   offset_ = offset;
-  refresh();
+  numel_ = numel;
+  contiguous_ = strides_are_contiguous(sizes_, strides_);
 }
 
 void TensorImpl::replace(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides,
                          int64_t offset) {
   KILN_INTERNAL_ASSERT(storage != nullptr);
+  set_layout(std::move(sizes), std::move(strides), offset, "replace");  // may throw: first
   storage_ = std::move(storage);
   dtype_ = dtype;
-  set_layout(std::move(sizes), std::move(strides), offset);
 }
 
-void TensorImpl::refresh() {
-  KILN_INTERNAL_ASSERT(sizes_.size() == strides_.size(), "{} sizes vs {} strides", sizes_.size(), strides_.size());
-  numel_ = shape_numel(sizes_);
+void TensorImpl::refresh(const char* op) {
+  KILN_INTERNAL_ASSERT(sizes_.size() == strides_.size(), "{}: {} sizes vs {} strides", op, sizes_.size(),
+                       strides_.size());
+  numel_ = shape_numel(sizes_, op);
   contiguous_ = strides_are_contiguous(sizes_, strides_);
 }
 

@@ -2,7 +2,8 @@
 // (sizes, strides, offset, all in elements), the dtype and device, and the autograd flag.
 //
 // numel and contiguity are cached because every op asks for them; set_layout() is the only
-// way to change the layout, so the caches cannot go stale.
+// way to change the layout, so the caches cannot go stale. The element count is computed
+// with overflow checks: a layout whose sizes multiply past int64 is refused, naming `op`.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,10 @@ struct ContiguousLayout {};
 /// The state behind a Tensor handle. Views share `storage` and own their layout.
 class TensorImpl {
  public:
-  TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset);
+  /// A tensor over `storage` with the given layout; `op` names the caller when the sizes'
+  /// element count overflows int64.
+  TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset,
+             const char* op = "tensor");
   /// A fresh contiguous tensor whose row-major `strides` and element count `numel` the
   /// caller computed already (new_contiguous): nothing to recompute.
   TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t numel,
@@ -50,12 +54,12 @@ class TensorImpl {
   }
 
   /// Replaces the layout; recomputes numel and contiguity.
-  void set_layout(Shape sizes, Shape strides, int64_t offset);
+  void set_layout(Shape sizes, Shape strides, int64_t offset, const char* op = "set_layout");
   /// Replaces storage, dtype and layout at once (what Module::to does to a parameter).
   void replace(std::shared_ptr<StorageImpl> storage, DType dtype, Shape sizes, Shape strides, int64_t offset);
 
  private:
-  void refresh();
+  void refresh(const char* op);
 
   std::shared_ptr<StorageImpl> storage_;
   DType dtype_;

@@ -223,8 +223,15 @@ TEST_CASE("matmul errors name the op and the offending shapes") {
   CHECK_THROWS_WITH_AS(
       matmul(random({3}), random({4})),
       doctest::Contains("matmul: inner dimensions must match, but a has shape [3] and b has shape [4]"), kiln::Error);
+  // Both operands' shapes, not only their batch dims ("[2] and [3]").
   CHECK_THROWS_WITH_AS(matmul(random({2, 3, 4}), random({3, 4, 5})),
-                       doctest::Contains("matmul: shapes [2] and [3] cannot be broadcast together"), kiln::Error);
+                       doctest::Contains("matmul: the batch dimensions of a (shape [2, 3, 4]) and b (shape [3, 4, 5]) "
+                                         "cannot be broadcast together ([2] vs [3])"),
+                       kiln::Error);
+  CHECK_THROWS_WITH_AS(matmul(random({2, 3, 3, 4}), random({5, 4, 2})),
+                       doctest::Contains("matmul: the batch dimensions of a (shape [2, 3, 3, 4]) and b (shape [5, 4, 2]) "
+                                         "cannot be broadcast together ([2, 3] vs [5])"),
+                       kiln::Error);
   CHECK_THROWS_WITH_AS(
       matmul(random({2, 3}), random({3, 4}, kFloat64)),
       doctest::Contains("matmul: expected a and b to have the same dtype, but got float32 and float64"), kiln::Error);

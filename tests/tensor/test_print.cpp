@@ -92,6 +92,21 @@ TEST_CASE("print: nan and inf") {
   CHECK(from_vector({NAN}, {1}).str() == "tensor([nan])");                                           // G46
 }
 
+TEST_CASE("print: a NaN with its sign bit set prints as nan, as in Python") {
+  // sqrt(-1) on x86 gives the "default NaN", whose sign bit is set: fmt writes it "-nan".
+  CHECK(sqrt(full({1}, -1.0)).str() == "tensor([nan])");
+  CHECK(log(full({2}, -1.0)).str() == "tensor([nan, nan])");
+  const float neg_nan = std::copysign(NAN, -1.0f);
+  REQUIRE(std::signbit(neg_nan));
+  CHECK(from_vector({neg_nan, 1.5f}, {2}).str() == "tensor([   nan, 1.5000])");
+  CHECK(from_vector({1.f, neg_nan, INFINITY, -INFINITY}, {4}).str() == "tensor([1., nan, inf, -inf])");
+  CHECK(from_vector<double>({1e-5, neg_nan, -INFINITY}, {3}).str() ==
+        "tensor([1.0000e-05,        nan,       -inf], dtype=float64)");
+  CHECK(full({}, static_cast<double>(neg_nan)).str() == "tensor(nan)");
+  CHECK(from_vector({neg_nan, -INFINITY}, {2}).to(kFloat16).str() == "tensor([nan, -inf], dtype=float16)");
+  CHECK(from_vector({neg_nan, 2.f}, {2}).to(kBFloat16).str() == "tensor([nan, 2.], dtype=bfloat16)");
+}
+
 TEST_CASE("print: 0-dim, bool and integer tensors") {
   CHECK(full({}, 3.5).str() == "tensor(3.5000)");                                        // G8
   CHECK(full({}, 3, kInt64).str() == "tensor(3)");                                       // G9

@@ -1,0 +1,103 @@
+// CPU results must not depend on how many OpenMP threads run them: the README's `make demo`
+// checksums once moved in the sixth digit between OMP_NUM_THREADS=1 and the default, because
+// Eigen's GEMM blocked the inner dimension differently with one thread and with several.
+// Each op below runs with 1 thread and with several, and the results must be bit-identical.
+// (A build without OpenMP runs everything on one thread: nothing to compare.)
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "testing.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace kiln;
+using namespace kiln::testing;
+
+#ifdef _OPENMP
+
+namespace {
+
+// Restores the process's OpenMP thread count when a test ends, pass or fail.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(omp_get_max_threads()) {}
+  ~ThreadCountGuard() { omp_set_num_threads(saved_); }
+  ThreadCountGuard(const ThreadCountGuard&) = delete;
+  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The raw bytes of a CPU tensor's elements in row-major order.
+std::vector<unsigned char> bytes_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<unsigned char> out(static_cast<size_t>(c.numel()) * c.element_size());
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
+}
+
+// Runs `op` with 1 thread and with 2, 3 and 8, and requires the same bits each time.
+void same_for_any_thread_count(const std::string& what, const std::function<Tensor()>& op) {
+  INFO(what);
+  const ThreadCountGuard guard;
+  omp_set_num_threads(1);
+  const Tensor one = op();
+  const std::vector<unsigned char> want = bytes_of(one);
+  for (int threads : {2, 3, 8}) {
+    CAPTURE(threads);
+    omp_set_num_threads(threads);
+    const Tensor many = op();
+    REQUIRE(many.sizes() == one.sizes());
+    CHECK(bytes_of(many) == want);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sum gives the same bits with 1 thread and with several") {
+  manual_seed(91);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    const Tensor x = random({1'000'003}, dt);
+    same_for_any_thread_count(fmt::format("sum all {}", dtype_name(dt)), [&] { return sum(x); });
+    const Tensor m = random({257, 4099}, dt);
+    same_for_any_thread_count(fmt::format("row sums {}", dtype_name(dt)), [&] { return sum(m, {1}); });
+    same_for_any_thread_count(fmt::format("column sums {}", dtype_name(dt)), [&] { return sum(m, {0}); });
+    same_for_any_thread_count(fmt::format("mean of a transpose {}", dtype_name(dt)), [&] { return mean(m.t(), {1}); });
+  }
+}
+
+TEST_CASE("matmul, addmm and linear give the same bits with 1 thread and with several") {
+  manual_seed(92);
+  // The README's Linear(1024, 4096) on [64, 1024], whose checksum moved.
+  const Tensor x = random({64, 1024});
+  const Tensor w = random({4096, 1024});
+  const Tensor bias = random({4096});
+  same_for_any_thread_count("linear [64, 1024] x [4096, 1024]^T + bias", [&] { return linear(x, w, bias); });
+  same_for_any_thread_count("sum of that linear", [&] { return sum(linear(x, w, bias)); });
+  // Odd sizes (no multiple of a register block anywhere), long K, both operand layouts.
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    const Tensor a = random({67, 1031}, dt), b = random({1031, 129}, dt);
+    same_for_any_thread_count(fmt::format("matmul odd {}", dtype_name(dt)), [&] { return matmul(a, b); });
+    const Tensor bt = random({129, 1031}, dt).t();
+    same_for_any_thread_count(fmt::format("matmul transposed b {}", dtype_name(dt)), [&] { return matmul(a, bt); });
+    const Tensor at = random({3001, 33}, dt).t(), b2 = random({3001, 517}, dt);
+    same_for_any_thread_count(fmt::format("matmul transposed a, K = 3001 {}", dtype_name(dt)),
+                              [&] { return matmul(at, b2); });
+  }
+  const Tensor big_a = random({300, 700}), big_b = random({700, 500});
+  same_for_any_thread_count("matmul [300, 700] x [700, 500]", [&] { return matmul(big_a, big_b); });
+  const Tensor batch_a = random({3, 45, 777}), batch_b = random({777, 61});
+  same_for_any_thread_count("batched matmul", [&] { return matmul(batch_a, batch_b); });
+  const Tensor c = random({45, 61});
+  same_for_any_thread_count("addmm with beta and alpha",
+                            [&] { return addmm(c, batch_a.select(0, 0), batch_b, 0.5, 1.5); });
+  const Tensor mv = random({9, 2000}), v = random({2000});
+  same_for_any_thread_count("matrix-vector", [&] { return matmul(mv, v); });
+}
+
+#endif  // _OPENMP
