@@ -1,9 +1,14 @@
 // CUDA segment source. Out of memory is an answer (nullptr or page 0 from cudaMalloc or
 // cuMemCreate; out of address space from cuMemAddressReserve: the caching allocator frees its
 // cache and retries), every other failure is an Error naming the call.
+//
+// The driver API functions come from the runtime (cudaGetDriverEntryPointByVersion), not from
+// linking libcuda: a CUDA build of Kiln must still start on a machine without the NVIDIA
+// driver (CI builds and tests the CUDA configuration there, where the CUDA suite skips).
 #include "cuda_segment_source.h"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "../core/cuda_guard.h"
 
@@ -14,25 +19,79 @@ using cuda::DeviceGuard;
 
 cudaEvent_t as_event(EventId id) { return reinterpret_cast<cudaEvent_t>(static_cast<uintptr_t>(id)); }
 
+/// The driver functions the virtual memory calls use, as the CUDA 12.0 ABI defines them.
+struct DriverApi {
+  PFN_cuGetErrorName_v6000 get_error_name = nullptr;
+  PFN_cuGetErrorString_v6000 get_error_string = nullptr;
+  PFN_cuCtxGetCurrent_v4000 ctx_get_current = nullptr;
+  PFN_cuDeviceGet_v2000 device_get = nullptr;
+  PFN_cuDeviceGetAttribute_v2000 device_get_attribute = nullptr;
+  PFN_cuMemGetAllocationGranularity_v10020 mem_get_allocation_granularity = nullptr;
+  PFN_cuMemAddressReserve_v10020 mem_address_reserve = nullptr;
+  PFN_cuMemAddressFree_v10020 mem_address_free = nullptr;
+  PFN_cuMemCreate_v10020 mem_create = nullptr;
+  PFN_cuMemRelease_v10020 mem_release = nullptr;
+  PFN_cuMemMap_v10020 mem_map = nullptr;
+  PFN_cuMemUnmap_v10020 mem_unmap = nullptr;
+  PFN_cuMemSetAccess_v10020 mem_set_access = nullptr;
+  bool complete = false;  // every function was found
+};
+
+/// Looks `symbol` up in the driver; false when the driver does not have it.
+template <typename Fn>
+bool load(Fn& fn, const char* symbol) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found);
+#else
+  const cudaError_t status = cudaGetDriverEntryPoint(symbol, &p, cudaEnableDefault, &found);
+#endif
+  if (status != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  fn = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+/// The driver functions, looked up once.
+const DriverApi& driver() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    a.complete = load(a.get_error_name, "cuGetErrorName") && load(a.get_error_string, "cuGetErrorString") &&
+                 load(a.ctx_get_current, "cuCtxGetCurrent") && load(a.device_get, "cuDeviceGet") &&
+                 load(a.device_get_attribute, "cuDeviceGetAttribute") &&
+                 load(a.mem_get_allocation_granularity, "cuMemGetAllocationGranularity") &&
+                 load(a.mem_address_reserve, "cuMemAddressReserve") && load(a.mem_address_free, "cuMemAddressFree") &&
+                 load(a.mem_create, "cuMemCreate") && load(a.mem_release, "cuMemRelease") &&
+                 load(a.mem_map, "cuMemMap") && load(a.mem_unmap, "cuMemUnmap") &&
+                 load(a.mem_set_access, "cuMemSetAccess");
+    return a;
+  }();
+  return api;
+}
+
 /// Throws an Error for a driver call that did not return CUDA_SUCCESS.
 void check_driver(CUresult status, const char* call, const char* file, int line) {
   if (status == CUDA_SUCCESS) [[likely]]
     return;
   const char* name = nullptr;
   const char* text = nullptr;
-  (void)cuGetErrorName(status, &name);
-  (void)cuGetErrorString(status, &text);
+  (void)driver().get_error_name(status, &name);
+  (void)driver().get_error_string(status, &text);
   detail::throw_error(file, line,
                       fmt::format("CUDA driver error: {} returned {} ({}): {}", call, static_cast<int>(status),
                                   name != nullptr ? name : "unknown", text != nullptr ? text : "unknown error"));
 }
-#define CU_CHECK(call) check_driver((call), #call, __FILE__, __LINE__)
+/// Evaluates a driver call and throws an Error naming `name` unless it returns CUDA_SUCCESS.
+#define CU_CHECK(name, call) check_driver((call), name, __FILE__, __LINE__)
 
 /// Driver calls need a current context: the runtime's primary context of the device the
 /// guard made current (a thread that has made no runtime call yet has none).
 void ensure_context() {
   CUcontext context = nullptr;
-  CU_CHECK(cuCtxGetCurrent(&context));
+  CU_CHECK("cuCtxGetCurrent", driver().ctx_get_current(&context));
   if (context == nullptr) CUDA_CHECK(cudaFree(nullptr));
 }
 
@@ -96,19 +155,23 @@ void CudaSegmentSource::destroy_event(EventId event) { CUDA_CHECK(cudaEventDestr
 
 size_t CudaSegmentSource::vmm_granularity() {
   if (vmm_queried_) return granularity_;
+  vmm_queried_ = true;
+  if (!driver().complete) return granularity_;  // a driver without these functions: classic segments
   DeviceGuard guard(device_);
   ensure_context();
+  const DriverApi& d = driver();
   CUdevice dev = 0;
-  CU_CHECK(cuDeviceGet(&dev, device_));
+  CU_CHECK("cuDeviceGet", d.device_get(&dev, device_));
   int supported = 0;
-  CU_CHECK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
+  CU_CHECK("cuDeviceGetAttribute",
+           d.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev));
   if (supported != 0) {
     const CUmemAllocationProp prop = page_properties(device_);
     size_t granularity = 0;
-    CU_CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CU_CHECK("cuMemGetAllocationGranularity",
+             d.mem_get_allocation_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     granularity_ = granularity;
   }
-  vmm_queried_ = true;
   return granularity_;
 }
 
@@ -116,16 +179,16 @@ void* CudaSegmentSource::reserve_address_range(size_t bytes) {
   DeviceGuard guard(device_);
   ensure_context();
   CUdeviceptr base = 0;
-  const CUresult status = cuMemAddressReserve(&base, bytes, granularity_, 0, 0);
+  const CUresult status = driver().mem_address_reserve(&base, bytes, granularity_, 0, 0);
   if (status == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;  // no address space left: an answer
-  CU_CHECK(status);
+  CU_CHECK("cuMemAddressReserve", status);
   return reinterpret_cast<void*>(static_cast<uintptr_t>(base));
 }
 
 void CudaSegmentSource::release_address_range(void* base, size_t bytes) {
   DeviceGuard guard(device_);
   ensure_context();
-  CU_CHECK(cuMemAddressFree(as_device_ptr(base), bytes));
+  CU_CHECK("cuMemAddressFree", driver().mem_address_free(as_device_ptr(base), bytes));
 }
 
 PageHandle CudaSegmentSource::create_page() {
@@ -133,9 +196,9 @@ PageHandle CudaSegmentSource::create_page() {
   ensure_context();
   const CUmemAllocationProp prop = page_properties(device_);
   CUmemGenericAllocationHandle handle = 0;
-  const CUresult status = cuMemCreate(&handle, granularity_, &prop, 0);
+  const CUresult status = driver().mem_create(&handle, granularity_, &prop, 0);
   if (status == CUDA_ERROR_OUT_OF_MEMORY) return 0;  // the device is full: an answer
-  CU_CHECK(status);
+  CU_CHECK("cuMemCreate", status);
   KILN_INTERNAL_ASSERT(handle != 0, "cuMemCreate returned handle 0");
   return static_cast<PageHandle>(handle);
 }
@@ -143,7 +206,7 @@ PageHandle CudaSegmentSource::create_page() {
 void CudaSegmentSource::release_page(PageHandle page) {
   DeviceGuard guard(device_);
   ensure_context();
-  CU_CHECK(cuMemRelease(static_cast<CUmemGenericAllocationHandle>(page)));
+  CU_CHECK("cuMemRelease", driver().mem_release(static_cast<CUmemGenericAllocationHandle>(page)));
 }
 
 void CudaSegmentSource::map_pages(void* address, const PageHandle* pages, size_t count) {
@@ -151,20 +214,21 @@ void CudaSegmentSource::map_pages(void* address, const PageHandle* pages, size_t
   ensure_context();
   const CUdeviceptr base = as_device_ptr(address);
   for (size_t k = 0; k < count; ++k)
-    CU_CHECK(cuMemMap(base + k * granularity_, granularity_, 0, static_cast<CUmemGenericAllocationHandle>(pages[k]), 0));
+    CU_CHECK("cuMemMap", driver().mem_map(base + k * granularity_, granularity_, 0,
+                                          static_cast<CUmemGenericAllocationHandle>(pages[k]), 0));
   // One access call for the run: the device reads and writes it.
   CUmemAccessDesc access = {};
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = device_;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  CU_CHECK(cuMemSetAccess(base, count * granularity_, &access, 1));
+  CU_CHECK("cuMemSetAccess", driver().mem_set_access(base, count * granularity_, &access, 1));
 }
 
 void CudaSegmentSource::unmap_pages(void* address, size_t count) {
   DeviceGuard guard(device_);
   ensure_context();
   const CUdeviceptr base = as_device_ptr(address);
-  for (size_t k = 0; k < count; ++k) CU_CHECK(cuMemUnmap(base + k * granularity_, granularity_));
+  for (size_t k = 0; k < count; ++k) CU_CHECK("cuMemUnmap", driver().mem_unmap(base + k * granularity_, granularity_));
 }
 
 }  // namespace kiln

@@ -3,8 +3,9 @@
 // and, for expandable segments, the driver's virtual memory management: address ranges from
 // cuMemAddressReserve, physical pages from cuMemCreate (pinned device memory of the minimum
 // granularity, 2 MiB on current GPUs) mapped with cuMemMap and cuMemSetAccess, unmapped with
-// cuMemUnmap, given back with cuMemRelease and cuMemAddressFree. A GPU without virtual
-// memory management reports a granularity of 0, and the allocator keeps classic segments.
+// cuMemUnmap, given back with cuMemRelease and cuMemAddressFree. A GPU (or driver) without
+// virtual memory management reports a granularity of 0, and the allocator keeps classic
+// segments.
 #pragma once
 
 #include "segment_source.h"

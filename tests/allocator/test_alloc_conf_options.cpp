@@ -134,7 +134,8 @@ TEST_CASE("KILN_ALLOC_CONF: PyTorch's other options are accepted where Kiln alre
   for (const char* bad : {"pinned_num_register_threads:3", "pinned_num_register_threads:0"})
     CHECK(contains(parse_error(bad), "KILN_ALLOC_CONF: pinned_num_register_threads must be a power of two"));
   CHECK(contains(parse_error("pinned_num_register_threads:256"), "must be at most 128, got 256"));
-  CHECK(contains(parse_error("pinned_num_register_threads:many"), "pinned_num_register_threads must be a power of two"));
+  CHECK(contains(parse_error("pinned_num_register_threads:many"),
+                 "pinned_num_register_threads must be a power of two"));
   CHECK(contains(parse_error("backend:jemalloc"), "KILN_ALLOC_CONF: backend must be native"));
   CHECK(contains(parse_error("release_lock_on_cudamalloc:maybe"), "must be True or False"));
 }
