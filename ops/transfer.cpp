@@ -101,6 +101,9 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   }
   if (non_blocking) {
     const Tensor staging = new_pinned(dst.sizes(), dst.dtype(), "copy_");
+    // Marked first: the event recorded when the block is freed (at the return, or if a call
+    // below throws) follows every slice queued by then.
+    keep_until_done(staging, stream);
     char* const to = static_cast<char*>(dst.data_ptr());
     char* const via = static_cast<char*>(staging.data_ptr());
     if (src.is_contiguous() && src.dtype() == dst.dtype()) {
@@ -114,7 +117,6 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
       host_copy(staging, src);  // converts and walks src's strides in the one pass
       CUDA_CHECK(cudaMemcpyAsync(to, via, bytes, cudaMemcpyHostToDevice, as_cuda(stream)));
     }
-    keep_until_done(staging, stream);
     return;  // the staging block returns to the cache here, reusable once the DMA has read it
   }
   // Blocking from pageable memory: the driver has read src when the call returns.
