@@ -40,10 +40,11 @@ Tensor restrided(const Tensor& t, int64_t dim, const Shape& sizes) {
   return new_view(t, sizes, std::move(strides), t.storage_offset());
 }
 
-void check_same_device(const char* name, const Tensor& self, const Tensor& other, const char* what) {
+void check_same_device(const char* name, const Tensor& self, const Tensor& other, const char* what,
+                       const char* self_name = "self") {
   // Strictly one device: a kernel reads the index (and src) where it reads the data.
-  KILN_CHECK(other.device() == self.device(), "{}: expected {} on {} (self's device), got {}", name, what,
-             self.device().str(), other.device().str());
+  KILN_CHECK(other.device() == self.device(), "{}: expected {} on {} ({}'s device), got {}", name, what,
+             self.device().str(), self_name, other.device().str());
 }
 
 void check_int64_index(const char* name, const Tensor& index) {
@@ -252,7 +253,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   KILN_CHECK(weight.dim() == 2,
              "{}: expected a 2-D weight [num_embeddings, embedding_dim], got shape {} (the arguments are (weight, "
              "indices), as in torch.embedding)", name, shape_str(weight.sizes()));
-  check_same_device(name, weight, indices, "indices");
+  check_same_device(name, weight, indices, "indices", "weight");
   OpScope scope(name, {&weight, &indices});
   const Tensor idx = int64_index(name, indices, "indices");
   const int64_t rows = weight.sizes()[0], cols = weight.sizes()[1];

@@ -65,7 +65,8 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   std::vector<int64_t> path;
   collect(data, path, c);
   if (c.floats.empty()) c.kind = Kind::Floating;  // torch.tensor([]) is float32
-  const DType inferred = c.kind == Kind::Floating ? DType::Float32 : c.kind == Kind::Integral ? DType::Int64 : DType::Bool;
+  const DType inferred =
+      c.kind == Kind::Floating ? DType::Float32 : c.kind == Kind::Integral ? DType::Int64 : DType::Bool;
   if (!options.has_dtype()) options = options.dtype(inferred);
   OpScope scope("tensor", {});
   switch (c.kind) {

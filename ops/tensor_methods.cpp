@@ -56,11 +56,15 @@ Tensor Tensor::mm(const Tensor& other) const { return kiln::mm(*this, other); }
 Tensor Tensor::softmax(int64_t dim) const { return kiln::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return kiln::log_softmax(*this, dim); }
 
-Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return kiln::clamp(*this, min, max); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return kiln::clamp(*this, min, max);
+}
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) { return kiln::clamp_(*this, min, max); }
 Tensor Tensor::clamp_min(const Scalar& min) const { return kiln::clamp_min(*this, min); }
 Tensor Tensor::clamp_max(const Scalar& max) const { return kiln::clamp_max(*this, max); }
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const { return kiln::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return kiln::masked_fill(*this, mask, value);
+}
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) { return kiln::masked_fill_(*this, mask, value); }
 
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return kiln::index_select(*this, dim, index); }

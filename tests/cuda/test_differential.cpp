@@ -446,7 +446,8 @@ std::vector<ShapedEntry> indexing_entries() {
                                {make_operand(src_shape, l, dtype, false, -4, 4), make_index({11}, size, il).to(kInt32)},
                                dim});
              }
-         sets.push_back({"empty index", {make_operand(src_shape, Layout::Contiguous, dtype, false), zeros({0}, kInt64)}, 1});
+         sets.push_back(
+             {"empty index", {make_operand(src_shape, Layout::Contiguous, dtype, false), zeros({0}, kInt64)}, 1});
          return sets;
        },
        [](const Tensors& in, int64_t dim) { return index_select(in[0], dim, in[1]); }},
@@ -458,10 +459,12 @@ std::vector<ShapedEntry> indexing_entries() {
              for (Layout il : kLayouts) {
                const int64_t size = src_shape[static_cast<size_t>(dim)];
                sets.push_back({fmt::format("dim {} source {} index {}", dim, layout_name(l), layout_name(il)),
-                               {make_operand(src_shape, l, dtype, false, -4, 4), make_index(index_shape(dim, 23), size, il)},
+                               {make_operand(src_shape, l, dtype, false, -4, 4),
+                                make_index(index_shape(dim, 23), size, il)},
                                dim});
              }
-         sets.push_back({"empty index", {make_operand(src_shape, Layout::Contiguous, dtype, false), zeros({0, 3, 2}, kInt64)}, 1});
+         sets.push_back(
+             {"empty index", {make_operand(src_shape, Layout::Contiguous, dtype, false), zeros({0, 3, 2}, kInt64)}, 1});
          return sets;
        },
        [](const Tensors& in, int64_t dim) { return gather(in[0], dim, in[1]); }},
@@ -498,15 +501,16 @@ std::vector<ShapedEntry> indexing_entries() {
          for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced})
            for (int64_t dim : {0, 1, 2})
              for (Layout il : kLayouts) {
+               const int64_t size = src_shape[static_cast<size_t>(dim)];
                Shape is = src_shape;
                is[static_cast<size_t>(dim)] *= 2;
                sets.push_back({fmt::format("dim {} target {} index {}", dim, layout_name(l), layout_name(il)),
-                               {make_operand(src_shape, l, dtype, true), make_index(is, src_shape[static_cast<size_t>(dim)], il),
+                               {make_operand(src_shape, l, dtype, true), make_index(is, size, il),
                                 make_operand(is, l, dtype, true)},
                                dim, exactly});
              }
-         sets.push_back({"empty index", {make_operand(src_shape, Layout::Contiguous, dtype, true), zeros({0, 1, 1}, kInt64),
-                                         zeros({0, 1, 1}, dtype)}, 0, exactly});
+         const Tensor target = make_operand(src_shape, Layout::Contiguous, dtype, true);
+         sets.push_back({"empty index", {target, zeros({0, 1, 1}, kInt64), zeros({0, 1, 1}, dtype)}, 0, exactly});
          return sets;
        },
        [](const Tensors& in, int64_t dim) {
@@ -552,8 +556,9 @@ std::vector<ShapedEntry> indexing_entries() {
              sets.push_back({fmt::format("weight {} int32 indices {}", layout_name(wl), layout_name(il)),
                              {make_operand({11, 5}, wl, dtype, false, -4, 4), make_index({3, 7}, 11, il).to(kInt32)}});
            }
-         sets.push_back({"0-dim indices", {make_operand({11, 5}, Layout::Contiguous, dtype, false), tensor(int64_t{10})}});
-         sets.push_back({"empty indices", {make_operand({11, 5}, Layout::Contiguous, dtype, false), zeros({0}, kInt64)}});
+         const Tensor table = make_operand({11, 5}, Layout::Contiguous, dtype, false);
+         sets.push_back({"0-dim indices", {table, tensor(int64_t{10})}});
+         sets.push_back({"empty indices", {table, zeros({0}, kInt64)}});
          return sets;
        },
        [](const Tensors& in, int64_t) { return embedding(in[0], in[1]); }},

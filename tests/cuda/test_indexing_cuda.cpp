@@ -28,7 +28,8 @@ TEST_CASE("indexing on the GPU: an out-of-range index is the CPU's error and wri
                        "gather: index 7 is out of bounds for dimension 1 with size 4 (at position [1, 1] of index)",
                        Error);
   CHECK_THROWS_WITH_AS(embedding(x, tensor({{0, 1}, {-3, 2}}).to(kGpu)),
-                       "embedding: index -3 is out of bounds for dimension 0 with size 3 (at position [1, 0] of indices)",
+                       "embedding: index -3 is out of bounds for dimension 0 with size 3 (at position [1, 0] of "
+                       "indices)",
                        Error);
   // Several bad indices: the first in row-major order is reported, as on the CPU, also
   // through a strided (transposed) index.
@@ -47,6 +48,8 @@ TEST_CASE("indexing on the GPU: an out-of-range index is the CPU's error and wri
   CHECK(equal(gather(x, 1, tensor({{3}, {2}, {1}}).to(kGpu)).cpu(), tensor({{3.0f}, {6.0f}, {9.0f}})));
   // Index and data on different devices are refused before any kernel runs.
   CHECK_THROWS_WITH_AS(gather(x, 1, tensor({{0}})), "gather: expected index on cuda:0 (self's device), got cpu", Error);
+  CHECK_THROWS_WITH_AS(embedding(x, tensor({0})), "embedding: expected indices on cuda:0 (weight's device), got cpu",
+                       Error);
   CHECK_THROWS_WITH_AS(masked_fill(x, tensor({true}), 0),
                        "masked_fill: expected the mask on cuda:0 (self's device), got cpu", Error);
 }

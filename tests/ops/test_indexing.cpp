@@ -93,8 +93,9 @@ TEST_CASE("index_select matches the reference for every dtype, layout, dim and i
           Shape want_shape = shape;
           want_shape[d] = 7;
           // index_select is gather with the index broadcast along every other dim.
-          const Tensor full_index = index.to(kInt64).view(d == 0 ? Shape{7, 1, 1} : d == 1 ? Shape{1, 7, 1} : Shape{1, 1, 7})
-                                        .expand(want_shape);
+          Shape column{1, 1, 1};
+          column[static_cast<size_t>(d)] = 7;
+          const Tensor full_index = index.to(kInt64).view(column).expand(want_shape);
           check_close(y, reference_gather(x, d, full_index), want_shape, exact());
         }
       }
@@ -130,7 +131,8 @@ TEST_CASE("gather matches the reference for every dtype, layout and dim, index l
           // Smaller than x outside dim, larger along it.
           Shape index_shape{3, 4, 5};
           index_shape[static_cast<size_t>(dim)] = 9;
-          const Tensor index = index_in_layout(random_index(index_shape, shape[static_cast<size_t>(dim)]), index_layout);
+          const int64_t size = shape[static_cast<size_t>(dim)];
+          const Tensor index = index_in_layout(random_index(index_shape, size), index_layout);
           const Tensor y = gather(x, dim, index);
           CHECK(y.dtype() == dtype);
           check_close(y, reference_gather(x, dim, index), index_shape, exact());
@@ -166,7 +168,8 @@ TEST_CASE("scatter_ and scatter match the reference, duplicates keep the last va
           Tensor x = random_with_layout(shape, layout, dtype, -4, 4);
           Shape index_shape{3, 4, 5};
           index_shape[static_cast<size_t>(dim)] = 8;  // more picks than slots: duplicates
-          const Tensor index = index_in_layout(random_index(index_shape, shape[static_cast<size_t>(dim)]), index_layout);
+          const int64_t size = shape[static_cast<size_t>(dim)];
+          const Tensor index = index_in_layout(random_index(index_shape, size), index_layout);
           const Tensor src = random_with_layout({9, 9, 9}, layout, dtype, -4, 4);  // no smaller than index anywhere
           const std::vector<double> want = reference_scatter(x, dim, index, src, false);
           const std::vector<double> before = values(x);
@@ -303,7 +306,8 @@ TEST_CASE("out-of-range indices are errors naming the op, value, dim, size and p
                        "gather: index 7 is out of bounds for dimension 1 with size 4 (at position [1, 1] of index)",
                        Error);
   CHECK_THROWS_WITH_AS(embedding(x, tensor({{0, 1}, {3, 2}})),
-                       "embedding: index 3 is out of bounds for dimension 0 with size 3 (at position [1, 0] of indices)",
+                       "embedding: index 3 is out of bounds for dimension 0 with size 3 (at position [1, 0] of "
+                       "indices)",
                        Error);
   CHECK_THROWS_WITH_AS(scatter_add(x, 0, tensor({{0, 3}}), ones({1, 2})),
                        doctest::Contains("scatter_add: index 3 is out of bounds for dimension 0 with size 3"), Error);
@@ -349,14 +353,17 @@ TEST_CASE("indexing errors: index dtype, dims, sizes, dim out of range, dtypes, 
   CHECK_THROWS_WITH_AS(index_select(x, 0, zeros({1, 1}, kInt64)),
                        "index_select: index must be a vector (1-D or 0-dim), got shape [1, 1]", Error);
   CHECK_THROWS_WITH_AS(index_select(tensor(1.0), 0, tensor({0, 0})),
-                       doctest::Contains("index_select: an index into a 0-dim tensor must have exactly 1 value"), Error);
+                       doctest::Contains("index_select: an index into a 0-dim tensor must have exactly 1 value"),
+                       Error);
   CHECK_THROWS_WITH_AS(embedding(ones({4}), tensor({0})),
                        doctest::Contains("embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape "
                                          "[4]"),
                        Error);
   // Dim out of range.
-  CHECK_THROWS_WITH_AS(index_select(x, 2, tensor({0})), doctest::Contains("index_select: dim 2 is out of range"), Error);
-  CHECK_THROWS_WITH_AS(gather(x, -3, zeros({1, 1}, kInt64)), doctest::Contains("gather: dim -3 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(index_select(x, 2, tensor({0})), doctest::Contains("index_select: dim 2 is out of range"),
+                       Error);
+  CHECK_THROWS_WITH_AS(gather(x, -3, zeros({1, 1}, kInt64)), doctest::Contains("gather: dim -3 is out of range"),
+                       Error);
   CHECK_THROWS_WITH_AS(scatter_add_(y, 5, zeros({1, 1}, kInt64), ones({1, 1})),
                        doctest::Contains("scatter_add_: dim 5 is out of range"), Error);
   // dtypes of src and self, bool sums.

@@ -75,8 +75,8 @@ TEST_CASE("tensor literals keep large int64 values exact") {
 }
 
 TEST_CASE("ragged tensor literals are errors naming the offending row") {
-  CHECK_THROWS_WITH_AS(tensor({{1, 2}, {3}}), "tensor: ragged nested list: row [1] has 1 elements, expected 2 (as row [0])",
-                       Error);
+  CHECK_THROWS_WITH_AS(tensor({{1, 2}, {3}}),
+                       "tensor: ragged nested list: row [1] has 1 elements, expected 2 (as row [0])", Error);
   CHECK_THROWS_WITH_AS(tensor({{1, 2}, {3, 4}, {5, 6, 7}}),
                        "tensor: ragged nested list: row [2] has 3 elements, expected 2 (as row [0])", Error);
   CHECK_THROWS_WITH_AS(tensor({{{1}, {2}}, {{3}, {4, 5}}}),
