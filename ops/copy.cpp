@@ -32,20 +32,23 @@ void copy_into_fresh(const Tensor& out, const Tensor& src) {
   dispatch::copy_kernels.get("copy_", src.device())(out, src);
   scope.output(out);
 }
+
+// The clone op; `user_op` is the op the user called (contiguous or clone), which errors name.
+Tensor clone_for(const Tensor& self, const char* user_op) {
+  OpScope scope("clone", {&self});
+  Tensor out = new_contiguous(self.sizes(), self.dtype(), self.device(), user_op);
+  copy_into_fresh(out, self);
+  return scope.output(out);
+}
 }  // namespace
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   OpScope scope("contiguous", {this});
-  return scope.output(clone());
+  return scope.output(clone_for(*this, "contiguous"));
 }
 
-Tensor Tensor::clone() const {
-  OpScope scope("clone", {this});
-  Tensor out = new_contiguous(sizes(), dtype(), device(), "clone");
-  copy_into_fresh(out, *this);
-  return scope.output(out);
-}
+Tensor Tensor::clone() const { return clone_for(*this, "clone"); }
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
