@@ -40,7 +40,16 @@ struct Entry {
   double lo = -3.0, hi = 3.0;                                  // input domain
   int64_t min_dim = 0;                                         // cases with fewer dims are skipped
   double float64_atol = 0;                                     // wider float64 atol (sums: see below)
+  bool normalizes_last_dim = false;                            // layer_norm: see `constant_rows`
 };
+
+// An Expanded 1-D input repeats one value, so layer_norm normalises a constant row: x - mean
+// is the mean's rounding error (an ulp of x), which 1/sqrt(var + eps) = 1/sqrt(eps) amplifies
+// ~300x. Both devices are right to within that, which no dtype tolerance states; such rows
+// are skipped (2-D Expanded inputs repeat rows along dim 0 and stay in).
+bool constant_rows(const Entry& e, const Shape& shape, Layout layout) {
+  return e.normalizes_last_dim && layout == Layout::Expanded && shape.size() == 1;
+}
 
 // float64 sums add in a different order on the GPU (a tree) than on the CPU (a loop): an
 // output that cancels to ~0 can differ by ~1e-13 absolute for 4097 values of magnitude 3,
@@ -142,9 +151,9 @@ std::vector<Entry> entries() {
          // weight and bias: the first n values of the other two inputs
          const int64_t n = in[0].sizes().back();
          return layer_norm(in[0], {n}, in[1].reshape({-1}).narrow(0, 0, n), in[2].reshape({-1}).narrow(0, 0, n));
-       }, kFloatDtypes, -3, 3, 1},
+       }, kFloatDtypes, -3, 3, 1, 0, true},
       {"layer_norm_plain", 1, [](const std::vector<Tensor>& in) {
-         return layer_norm(in[0], {in[0].sizes().back()}); }, kFloatDtypes, -3, 3, 1},
+         return layer_norm(in[0], {in[0].sizes().back()}); }, kFloatDtypes, -3, 3, 1, 0, true},
       {"dropout", 1, [](const std::vector<Tensor>& in) {
          manual_seed(11);  // the same mask on both devices
          return dropout(in[0], 0.3, true); }, kFloatDtypes},
@@ -335,11 +344,16 @@ const std::vector<std::array<int64_t, 3>> kOddTriples = {{1, 1, 1},   {3, 17, 1}
 ///   - the odd triples on uniform values in [-1, 1) (contiguous and transposed), where the
 ///     devices add in different orders: the dtype's rtol, and its atol scaled by sqrt(k),
 ///     the growth of a k-term sum's rounding error. (TF32 would miss the float32 bound.)
+/// `bias_epilogue`: the op adds a vector bias in cuBLASLt's epilogue. In bfloat16 that
+/// epilogue rounds the product to bfloat16 before adding the bias (seen on the H200: results
+/// one bfloat16 ulp from the CPU's single rounding, float16 unaffected), so there "equal"
+/// means within one ulp of the 8-bit significand (rtol 2^-7).
 std::vector<InputSet> gemm_sets(DType dtype,
                                 const std::function<std::vector<Tensor>(int64_t, int64_t, int64_t, Layout, Layout,
-                                                                        bool)>& make) {
+                                                                        bool)>& make,
+                                bool bias_epilogue = false) {
   std::vector<InputSet> sets;
-  const Tolerance exactly{0, 0};
+  const Tolerance exactly = bias_epilogue && dtype == kBFloat16 ? Tolerance{0x1p-7, 0} : Tolerance{0, 0};
   for (int64_t m : kOddSizes)
     for (int64_t k : kOddSizes)
       for (int64_t n : kOddSizes)
@@ -403,7 +417,7 @@ std::vector<ShapedEntry> gemm_entries() {
            return Tensors{make_operand({m, k}, la, dtype, eighths), make_operand({k, n}, lb, dtype, eighths),
                           make_operand({n}, Layout::Contiguous, dtype, eighths),
                           make_operand({m, n}, lb, dtype, eighths)};
-         });
+         }, /*bias_epilogue=*/true);
        },
        [](const Tensors& in, int64_t) {
          return cat({addmm(in[2], in[0], in[1]), addmm(in[3], in[0], in[1], 0.5, 2)}, 0);
@@ -414,7 +428,7 @@ std::vector<ShapedEntry> gemm_entries() {
          return gemm_sets(dtype, [dtype](int64_t m, int64_t k, int64_t n, Layout la, Layout lb, bool eighths) {
            return Tensors{make_operand({2, m, k}, la, dtype, eighths), make_operand({n, k}, lb, dtype, eighths),
                           make_operand({n}, Layout::Sliced, dtype, eighths)};
-         });
+         }, /*bias_epilogue=*/true);
        },
        [](const Tensors& in, int64_t) { return cat({linear(in[0], in[1], in[2]), linear(in[0], in[1])}, 0); }},
   };
@@ -575,6 +589,7 @@ TEST_CASE("every op with a CUDA kernel agrees with the CPU on every dtype and la
       for (const Case& c : cases()) {
         if (c.layout == Layout::Transposed && c.shape.size() < 2) continue;
         if (static_cast<int64_t>(c.shape.size()) < entry.min_dim) continue;
+        if (constant_rows(entry, c.shape, c.layout)) continue;
         CAPTURE(entry.name);
         CAPTURE(dtype_name(dtype));
         CAPTURE(shape_str(c.shape));
