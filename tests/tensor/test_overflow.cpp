@@ -197,10 +197,23 @@ TEST_CASE("views refuse element counts, strides and extents that overflow") {
   // unsqueeze of an empty view whose size times stride overflows: the new size-1 dim gets
   // a stride that fits.
   const Tensor odd = s.as_strided({0, k2to40}, {k2to40, k2to40}, 0);
+  // slice of an empty view, stepping along a dim that keeps two elements: that stride
+  // would reach past int64 bytes.
+  CHECK_THROWS_WITH_AS(odd.slice(1, 0, k2to40, k2to40 / 2),
+                       doctest::Contains("slice: stride 1099511627776 times step 549755813888 overflows int64 in bytes"),
+                       kiln::Error);
+  CHECK(odd.slice(1, 0, k2to40, k2to40).sizes() == Shape{0, 1});
   const Tensor u = odd.unsqueeze(1);
   CHECK(u.sizes() == Shape{0, 1, k2to40});
   CHECK(u.strides() == Shape{k2to40, 1, k2to40});
   CHECK(s.unsqueeze(0).strides() == Shape{4, 1});
+
+  // flatten of an empty tensor whose merged sizes multiply past int64.
+  const Tensor flat = empty({k2to40, k2to40, 0});
+  CHECK_THROWS_WITH_AS(flat.flatten(0, 1),
+                       doctest::Contains("flatten: shape [1099511627776, 1099511627776] has too many elements"),
+                       kiln::Error);
+  CHECK(flat.flatten(1, 2).sizes() == Shape{k2to40, 0});
 }
 
 TEST_CASE("from_blob refuses shapes, strides and spans that overflow") {
