@@ -2,6 +2,7 @@
 // opens a scope) so graph capture records reshapes in user code and the profiler lists
 // them, as PyTorch's does. reshape() is the one that may copy.
 #include <algorithm>
+#include <optional>
 
 #include "../tensor/make.h"
 #include "op_scope.h"
@@ -13,13 +14,14 @@ Tensor finish(OpScope& scope, const char* op, const Tensor& base, Shape sizes, S
   return scope.output(new_view(base, std::move(sizes), std::move(strides), offset, op));
 }
 
-// The stride of a new size-1 dim: a * b, as PyTorch computes it, when that fits int64 in
-// bytes (kernels walk in byte strides), else `fallback`: a size-1 dim is never stepped
-// along, so any stride describes it (only a huge step or an empty view gets here).
-int64_t size1_stride(int64_t a, int64_t b, int64_t fallback, size_t element_size) {
+// The stride a * b (a size times a stride, or a stride times a step), or nullopt when it
+// does not fit int64 in bytes (kernels walk in byte strides). Strides that span elements
+// always fit; only a dim of size 1 (never stepped along, so any stride describes it) or a
+// dim of an empty view can get here with one that does not.
+std::optional<int64_t> scaled_stride(int64_t a, int64_t b, size_t element_size) {
   int64_t stride, bytes;
   if (mul_overflows(a, b, &stride) || mul_overflows(stride, static_cast<int64_t>(element_size), &bytes))
-    return fallback;
+    return std::nullopt;
   return stride;
 }
 }  // namespace
@@ -122,9 +124,12 @@ Tensor Tensor::slice(int64_t dim_, int64_t start, int64_t end, int64_t step) con
   const int64_t length = end > start ? (end - start - 1) / step + 1 : 0;
   Shape sz = sizes(), st = strides();
   sz[d] = length;
-  // With two or more elements the new stride spans real memory and fits; with fewer, a step
-  // past the end can overflow it.
-  st[d] = length > 1 ? st[d] * step : size1_stride(st[d], step, st[d], element_size());
+  // A step past the end leaves one element, whose stride may then overflow harmlessly.
+  const std::optional<int64_t> stepped = scaled_stride(st[d], step, element_size());
+  KILN_CHECK(stepped.has_value() || length <= 1,
+             "slice: stride {} times step {} overflows int64 in bytes (sizes {}, strides {})", st[d], step,
+             shape_str(sizes()), shape_str(strides()));
+  if (stepped) st[d] = *stepped;
   OpScope scope("slice", {this});
   return finish(scope, "slice", *this, sz, st, storage_offset() + start * strides()[d]);
 }
@@ -150,7 +155,7 @@ Tensor Tensor::unsqueeze(int64_t dim_) const {
              -(dim() + 1), dim());
   const int64_t d = dim_ < 0 ? dim_ + dim() + 1 : dim_;
   Shape sz = sizes(), st = strides();
-  const int64_t new_stride = d < dim() ? size1_stride(sz[d], st[d], 1, element_size()) : 1;
+  const int64_t new_stride = d < dim() ? scaled_stride(sz[d], st[d], element_size()).value_or(1) : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
   OpScope scope("unsqueeze", {this});
@@ -194,7 +199,9 @@ Tensor Tensor::expand(const Shape& target) const {
       KILN_CHECK(target[i] >= 0, "expand: the expanded size {} is not allowed in a leading, non-existing dimension "
                                  "{} (target {})", target[i], i, shape_str(target));
       sz[i] = target[i];
-      st[i] = (target[i] == 1 && i + 1 < target.size()) ? size1_stride(sz[i + 1], st[i + 1], 1, element_size()) : 0;
+      st[i] = (target[i] == 1 && i + 1 < target.size())
+                  ? scaled_stride(sz[i + 1], st[i + 1], element_size()).value_or(1)
+                  : 0;
       continue;
     }
     const int64_t have = sizes()[i - lead];
@@ -219,7 +226,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   KILN_CHECK(s <= e, "flatten: start_dim ({}) cannot come after end_dim ({})", s, e);
   Shape out;
   for (int64_t d = 0; d < s; ++d) out.push_back(sizes()[d]);
-  // The merged size is a product of sizes whose full product is numel(): it fits int64.
+  // Fits int64 unless the tensor is empty (a zero size elsewhere): then an error naming flatten.
   out.push_back(shape_numel(Shape(sizes().begin() + s, sizes().begin() + e + 1), "flatten"));
   for (int64_t d = e + 1; d < dim(); ++d) out.push_back(sizes()[d]);
   return reshape(out);

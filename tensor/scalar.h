@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "convert.h"
 #include "dtype.h"
 
 namespace kiln {
@@ -24,7 +25,8 @@ class Scalar {
     requires(!std::same_as<T, bool>)
   Scalar(T v) : kind_(Kind::Integral), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
   template <std::floating_point T>
-  Scalar(T v) : kind_(Kind::Floating), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(T v)  // NOLINT: implicit
+      : kind_(Kind::Floating), i_(convert<int64_t>(static_cast<double>(v))), d_(static_cast<double>(v)) {}
   Scalar(Half v) : Scalar(static_cast<float>(v)) {}                                            // NOLINT
   Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}                                        // NOLINT
 
@@ -35,7 +37,8 @@ class Scalar {
 
   /// The value as a double (exact for floats and for integers up to 2^53).
   double to_double() const { return d_; }
-  /// The value as an int64 (floats are truncated toward zero).
+  /// The value as an int64 (floats are truncated toward zero; NaN and values past int64's
+  /// range give INT64_MIN, as a copy converts them, where a C++ cast is undefined).
   int64_t to_int() const { return i_; }
   /// The value as a bool (non-zero is true).
   bool to_bool() const { return kind_ == Kind::Floating ? d_ != 0.0 : i_ != 0; }
@@ -43,7 +46,7 @@ class Scalar {
   template <typename T>
   T to() const {
     if constexpr (std::same_as<T, bool>) return to_bool();
-    else if constexpr (std::integral<T>) return static_cast<T>(kind_ == Kind::Floating ? static_cast<int64_t>(d_) : i_);
+    else if constexpr (std::integral<T>) return static_cast<T>(i_);  // as to_int(), then wrapped to T
     else if constexpr (std::same_as<T, double>) return d_;
     else return T(static_cast<float>(d_));
   }

@@ -73,7 +73,9 @@ TEST_CASE("cuda: integer add, sub, mul, neg and abs wrap as on the CPU") {
 }
 
 TEST_CASE("cuda: integer pow wraps as on the CPU, with PyTorch's negative-exponent rule") {
-  const auto base64 = [](Device d) { return from_vector<int64_t>({3, 2, 2, -2, -3, 3, 1, -1, -1, 2, 0, 7}, {12}).to(d); };
+  const auto base64 = [](Device d) {
+    return from_vector<int64_t>({3, 2, 2, -2, -3, 3, 1, -1, -1, 2, 0, 7}, {12}).to(d);
+  };
   const auto exp64 = [](Device d) {
     return from_vector<int64_t>({39, 62, 63, 63, 39, 40, -5, -3, kMin64, -1, 0, 25}, {12}).to(d);
   };
@@ -87,9 +89,12 @@ TEST_CASE("cuda: integer pow wraps as on the CPU, with PyTorch's negative-expone
     return pow(edges32(d).view({12, 1}), e);
   });
   same_on_both("int64 pow by a number", [](Device d) { return pow(edges64(d), 3); });
-  same_on_both("int64 number to a power", [](Device d) { return pow(3, from_vector<int64_t>({39, 40, 41}, {3}).to(d)); });
+  same_on_both("int64 number to a power", [](Device d) {
+    return pow(3, from_vector<int64_t>({39, 40, 41}, {3}).to(d));
+  });
   same_on_both("int32 pow", [](Device d) {
-    return pow(from_vector<int32_t>({3, 2, 46341, -1, 5}, {5}).to(d), from_vector<int32_t>({20, 31, 2, 7, 30}, {5}).to(d));
+    return pow(from_vector<int32_t>({3, 2, 46341, -1, 5}, {5}).to(d),
+               from_vector<int32_t>({20, 31, 2, 7, 30}, {5}).to(d));
   });
 }
 
@@ -99,9 +104,8 @@ TEST_CASE("cuda: integer sums wrap as on the CPU, on every reduction path") {
   same_on_both("int64 row sums", [](Device d) { return sum(edges64(d).view({3, 4}), {1}); });
   same_on_both("int64 column sums", [](Device d) { return sum(edges64(d).view({3, 4}), {0}); });
   // Millions of elements: split across blocks and combined by a second kernel.
-  same_on_both("int64 sum of 3M large values", [](Device d) {
-    return sum(full({3'000'001}, kMax64 / 5, TensorOptions().device(d)));
-  });
+  same_on_both("int64 sum of 3M large values",
+               [](Device d) { return sum(full({3'000'001}, kMax64 / 5, TensorOptions().device(d))); });
   same_on_both("int64 row sums of 4 long rows", [](Device d) {
     return sum(full({4, 1'000'001}, int64_t{1} << 44, TensorOptions().device(d)), {1});
   });
@@ -113,10 +117,12 @@ TEST_CASE("cuda: integer sums wrap as on the CPU, on every reduction path") {
 TEST_CASE("cuda: integer matmul wraps as on the CPU") {
   for (DType dt : {kInt64, kInt32}) {
     const auto x = [dt](Device d) { return dt == kInt64 ? edges64(d) : edges32(d); };
-    same_on_both(std::string(dtype_name(dt)) + " matmul of edge values",
-                 [&](Device d) { return matmul(x(d).view({3, 4}), x(d).view({4, 3})); });
-    same_on_both(std::string(dtype_name(dt)) + " batched matmul, transposed operand",
-                 [&](Device d) { return matmul(x(d).view({2, 2, 3}), x(d).view({2, 2, 3}).transpose(1, 2)); });
+    same_on_both(std::string(dtype_name(dt)) + " matmul of edge values", [&](Device d) {
+      return matmul(x(d).view({3, 4}), x(d).view({4, 3}));
+    });
+    same_on_both(std::string(dtype_name(dt)) + " batched matmul, transposed operand", [&](Device d) {
+      return matmul(x(d).view({2, 2, 3}), x(d).view({2, 2, 3}).transpose(1, 2));
+    });
     same_on_both(std::string(dtype_name(dt)) + " addmm with alpha and beta", [&](Device d) {
       return addmm(x(d).narrow(0, 0, 9).view({3, 3}), x(d).view({3, 4}), x(d).view({4, 3}), 3, 5);
     });

@@ -42,12 +42,12 @@ TEST_CASE("checked size helpers: products, sums, element counts, strides, extent
   CHECK_THROWS_WITH_AS(shape_numel({k2to40, k2to40}, "myop"),
                        doctest::Contains("myop: shape [1099511627776, 1099511627776] has too many elements"),
                        kiln::Error);
-  CHECK_THROWS_WITH_AS(checked_mul(k2to62, 4, "myop", Shape{3}),
-                       doctest::Contains("myop: size arithmetic for shape [3] overflows int64 (4611686018427387904 * 4)"),
-                       kiln::Error);
-  CHECK_THROWS_WITH_AS(checked_add(kMax, 2, "myop", Shape{3}),
-                       doctest::Contains("myop: size arithmetic for shape [3] overflows int64 (9223372036854775807 + 2)"),
-                       kiln::Error);
+  CHECK_THROWS_WITH_AS(
+      checked_mul(k2to62, 4, "myop", Shape{3}),
+      doctest::Contains("myop: size arithmetic for shape [3] overflows int64 (4611686018427387904 * 4)"), kiln::Error);
+  CHECK_THROWS_WITH_AS(
+      checked_add(kMax, 2, "myop", Shape{3}),
+      doctest::Contains("myop: size arithmetic for shape [3] overflows int64 (9223372036854775807 + 2)"), kiln::Error);
   CHECK(checked_nbytes({k2to31}, k2to31, 8, "myop") == int64_t{1} << 34);
   CHECK_THROWS_WITH_AS(checked_nbytes({k2to62}, k2to62, 4, "myop"),
                        doctest::Contains("myop: shape [4611686018427387904] is too large"), kiln::Error);
@@ -70,9 +70,9 @@ TEST_CASE("checked size helpers: products, sums, element counts, strides, extent
                        kiln::Error);
   CHECK_THROWS_AS(storage_extent({2}, {1}, kMax - 1, "myop"), kiln::Error);
   CHECK_NOTHROW(check_byte_strides({2}, {k2to62 / 2}, 2, "myop"));
-  CHECK_THROWS_WITH_AS(check_byte_strides({2}, {k2to62}, 2, "myop"),
-                       doctest::Contains("myop: stride 4611686018427387904 of 2-byte elements overflows int64 in bytes"),
-                       kiln::Error);
+  CHECK_THROWS_WITH_AS(
+      check_byte_strides({2}, {k2to62}, 2, "myop"),
+      doctest::Contains("myop: stride 4611686018427387904 of 2-byte elements overflows int64 in bytes"), kiln::Error);
 }
 
 TEST_CASE("factories refuse shapes whose byte count overflows") {
@@ -180,8 +180,9 @@ TEST_CASE("views refuse element counts, strides and extents that overflow") {
   CHECK(s.as_strided({2, 2}, {0, 1}, 2).sizes() == Shape{2, 2});
 
   // narrow: start + length once overflowed past the size check.
-  CHECK_THROWS_WITH_AS(s.narrow(0, 2, kMax), doctest::Contains("narrow: start (2) + length (9223372036854775807) "
-                                                               "exceeds dimension size (4)"),
+  CHECK_THROWS_WITH_AS(s.narrow(0, 2, kMax),
+                       doctest::Contains("narrow: start (2) + length (9223372036854775807) "
+                                         "exceeds dimension size (4)"),
                        kiln::Error);
   // slice: a step past the end leaves one element; step * stride would overflow (in bytes),
   // and a size-1 dim keeps a stride that does not.
@@ -196,10 +197,23 @@ TEST_CASE("views refuse element counts, strides and extents that overflow") {
   // unsqueeze of an empty view whose size times stride overflows: the new size-1 dim gets
   // a stride that fits.
   const Tensor odd = s.as_strided({0, k2to40}, {k2to40, k2to40}, 0);
+  // slice of an empty view, stepping along a dim that keeps two elements: that stride
+  // would reach past int64 bytes.
+  CHECK_THROWS_WITH_AS(odd.slice(1, 0, k2to40, k2to40 / 2),
+                       doctest::Contains("slice: stride 1099511627776 times step 549755813888 overflows int64 in bytes"),
+                       kiln::Error);
+  CHECK(odd.slice(1, 0, k2to40, k2to40).sizes() == Shape{0, 1});
   const Tensor u = odd.unsqueeze(1);
   CHECK(u.sizes() == Shape{0, 1, k2to40});
   CHECK(u.strides() == Shape{k2to40, 1, k2to40});
   CHECK(s.unsqueeze(0).strides() == Shape{4, 1});
+
+  // flatten of an empty tensor whose merged sizes multiply past int64.
+  const Tensor flat = empty({k2to40, k2to40, 0});
+  CHECK_THROWS_WITH_AS(flat.flatten(0, 1),
+                       doctest::Contains("flatten: shape [1099511627776, 1099511627776] has too many elements"),
+                       kiln::Error);
+  CHECK(flat.flatten(1, 2).sizes() == Shape{k2to40, 0});
 }
 
 TEST_CASE("from_blob refuses shapes, strides and spans that overflow") {
@@ -255,8 +269,9 @@ TEST_CASE("joins, broadcasts and matmul refuse output shapes that overflow") {
                                          "need a tensor of shape [8, 2147483648, 2147483648]"),
                        kiln::Error);
   // The output alone: [2^31, 1] @ [1, 2^33] is 2^64 elements.
-  CHECK_THROWS_WITH_AS(matmul(huge({k2to31, 1}), huge({1, int64_t{1} << 33})),
-                       doctest::Contains("matmul: a (shape [2147483648, 1]) and b (shape [1, 8589934592]) need a tensor "
-                                         "of shape [2147483648, 8589934592]"),
-                       kiln::Error);
+  CHECK_THROWS_WITH_AS(
+      matmul(huge({k2to31, 1}), huge({1, int64_t{1} << 33})),
+      doctest::Contains("matmul: a (shape [2147483648, 1]) and b (shape [1, 8589934592]) need a tensor "
+                        "of shape [2147483648, 8589934592]"),
+      kiln::Error);
 }
