@@ -33,7 +33,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   }
   KILN_CHECK(eps >= 0, "layer_norm: eps must be non-negative, got {}", eps);
   const Device device = common_device("layer_norm", {&x, &weight, &bias});
-  const int64_t n = shape_numel(normalized_shape);
+  const int64_t n = shape_numel(normalized_shape, "layer_norm");
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
 
   OpScope scope("layer_norm", {&x, &weight, &bias});
