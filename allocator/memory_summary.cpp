@@ -154,6 +154,7 @@ std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats) {
   out["num_device_free"] = stats.num_device_free;
   out["num_map_calls"] = stats.num_map_calls;
   out["num_unmap_calls"] = stats.num_unmap_calls;
+  out["num_unmap_waits"] = stats.num_unmap_waits;
   out["num_sync_all_streams"] = stats.num_sync_all_streams;
   out["max_split_size"] = stats.max_split_size;
   return out;

@@ -32,7 +32,8 @@ struct KnownState {
     void* a1 = a->allocate(4 * kMiB);
     a2 = a->allocate(3 * kMiB);
     a->free(a1);
-    z = a->allocate(6 * kMiB);  // pages 0-1 move under it
+    a.source->complete_all_events();  // the work that used a1 has run
+    z = a->allocate(6 * kMiB);        // pages 0-1 move under it
     base = reinterpret_cast<uintptr_t>(a1);
   }
   ~KnownState() {
