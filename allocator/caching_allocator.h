@@ -182,7 +182,7 @@ class CachingAllocator {
   FreeEvent* new_free_event(StreamId stream);
   void drop_free_event(ExpandablePage& page);
   bool free_event_completed(FreeEvent* event);  // never blocks
-  void wait_free_event(FreeEvent* event);       // blocks (counted in num_unmap_waits) if pending
+  bool wait_free_event(FreeEvent* event);       // blocks if pending; false during a capture
   void wait_for_stream(StreamId stream);
   void change_live(ExpandableSegment& seg, uintptr_t begin, size_t bytes, bool increase);
   bool touches_used_page(const Block* block) const;

@@ -30,8 +30,9 @@
 // events of the oldest free pages (not for everything queued since), and take those; then
 // comes the out-of-memory retry. empty_cache and garbage collection wait for the free pages'
 // events too, which have usually completed. num_unmap_waits counts the waits that blocked.
-// Pages of a stream being captured into a CUDA Graph stay put, and a free during the capture
-// records its event (which would go into the graph) only once the capture has ended.
+// Pages of a stream being captured into a CUDA Graph stay put. While any capture is underway
+// no event is recorded, queried or waited for (CUDA forbids or captures those calls): a free
+// then records its event once the capture has ended, and only pages already known idle move.
 //
 // Statistics: reserved bytes are the mapped pages; non-releasable (inactive split) bytes are
 // the free bytes on pages that also hold live bytes, the only cached memory that cannot be
@@ -186,7 +187,7 @@ size_t CachingAllocator::steal_pages(const ExpandableSegment& target, size_t fir
     if (is_capturing(capturing_, seg->stream)) continue;
     FreeEvent* event = seg->pages[it->index].free_event;
     if (wait) {
-      wait_free_event(event);
+      if (!wait_free_event(event)) continue;
     } else if (event != nullptr && !event->completed) {
       if (std::find(busy.begin(), busy.end(), event->stream) != busy.end()) continue;
       if (!free_event_completed(event)) {
@@ -223,9 +224,10 @@ CachingAllocator::FreeEvent* CachingAllocator::new_free_event(StreamId stream) {
   ex.spare_free_events.pop_back();
   *event = FreeEvent();
   event->stream = stream;
-  // Recording on a stream being captured would put the event into the graph instead: such a
-  // stream's pages stay put until the capture ends, and the event is recorded when first asked.
-  if (!is_capturing(capturing_, stream)) {
+  // While a capture is underway, recording on the captured stream would put the event into
+  // the graph, and recording on the legacy stream would break the capture: the event is then
+  // recorded when first asked after the capture (it covers the work before the free, and more).
+  if (capturing_.empty()) {
     event->event = source_->record_event(stream);
     event->recorded = true;
   }
@@ -243,9 +245,10 @@ void CachingAllocator::drop_free_event(ExpandablePage& page) {
 
 bool CachingAllocator::free_event_completed(FreeEvent* event) {
   if (event == nullptr || event->completed) return true;
+  // Event queries are not allowed while a capture is underway (CUDA's global capture mode).
+  if (!capturing_.empty()) return false;
   if (!event->recorded) {
-    if (is_capturing(capturing_, event->stream)) return false;
-    event->event = source_->record_event(event->stream);  // covers every use before the free, and more
+    event->event = source_->record_event(event->stream);
     event->recorded = true;
   }
   if (!source_->event_completed(event->event)) return false;
@@ -254,13 +257,14 @@ bool CachingAllocator::free_event_completed(FreeEvent* event) {
   return true;
 }
 
-void CachingAllocator::wait_free_event(FreeEvent* event) {
-  if (free_event_completed(event)) return;
-  KILN_INTERNAL_ASSERT(event->recorded, "waiting for the free event of a stream being captured");
+bool CachingAllocator::wait_free_event(FreeEvent* event) {
+  if (free_event_completed(event)) return true;
+  if (!capturing_.empty()) return false;  // nor is waiting
   source_->wait_event(event->event);
   ++stats_.num_unmap_waits;
   source_->destroy_event(event->event);
   event->completed = true;
+  return true;
 }
 
 // Only for the destructor, whose pages may still hold live blocks (no free event covers them).
@@ -422,13 +426,13 @@ void CachingAllocator::release_expandable_cache(bool release_empty_segments) {
     if (is_capturing(capturing_, seg->stream)) continue;
     std::vector<size_t> free_pages;
     for (size_t i = 0; i < seg->pages.size(); ++i)
-      if (seg->pages[i].handle != 0 && seg->pages[i].live == 0) free_pages.push_back(i);
-    if (!free_pages.empty()) {
-      for (size_t i : free_pages) wait_free_event(seg->pages[i].free_event);
-      unmap_pages(*seg, free_pages, nullptr);
-    }
+      if (seg->pages[i].handle != 0 && seg->pages[i].live == 0 && wait_free_event(seg->pages[i].free_event))
+        free_pages.push_back(i);
+    if (!free_pages.empty()) unmap_pages(*seg, free_pages, nullptr);
     const Block* head = segments_.at(seg->base);
-    if (release_empty_segments && is_mergeable(head) && head->next == nullptr) empty.push_back(seg.get());
+    // (A page whose event could not be waited for, during a capture, keeps its segment.)
+    if (release_empty_segments && is_mergeable(head) && head->next == nullptr && seg->mapped == 0)
+      empty.push_back(seg.get());
   }
   for (ExpandableSegment* seg : empty) release_expandable_segment(seg);
 }
@@ -437,10 +441,10 @@ void CachingAllocator::unmap_lru_pages(int64_t bytes_over) {
   std::map<ExpandableSegment*, std::vector<size_t>> victims;
   int64_t found = 0;
   for (auto it = expandable_->free_pages.begin(); it != expandable_->free_pages.end() && found < bytes_over; ++it) {
-    if (is_capturing(capturing_, it->seg->stream)) continue;
-    wait_free_event(it->seg->pages[it->index].free_event);
-    victims[it->seg].push_back(it->index);
-    found += static_cast<int64_t>(it->seg->page);
+    ExpandableSegment* seg = it->seg;
+    if (is_capturing(capturing_, seg->stream) || !wait_free_event(seg->pages[it->index].free_event)) continue;
+    victims[seg].push_back(it->index);
+    found += static_cast<int64_t>(seg->page);
   }
   for (auto& [seg, indices] : victims) unmap_pages(*seg, indices, nullptr);
 }

@@ -67,7 +67,7 @@ struct CachingAllocator::FreeEvent {
   EventId event = 0;
   StreamId stream = 0;
   size_t pages = 0;        // pages that point at it
-  bool recorded = false;   // false: freed while the stream was captured; recorded when first asked
+  bool recorded = false;   // false: freed during a capture; recorded when first asked after it
   bool completed = false;  // known to have completed (the event went back to the source then)
 };
 

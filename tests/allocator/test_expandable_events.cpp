@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/memory_report.h"
 #include "allocator_consistency.h"
 
 using namespace kiln;
@@ -179,6 +180,9 @@ TEST_CASE("expandable events: empty_cache waits only for the events still pendin
   CHECK(a->stats().num_unmap_waits == 2);
   CHECK(a.source->waited_events() == 2);
   CHECK(a->stats().reserved_bytes[StatPool::All].current == i64(2 * kPage));
+  const std::string line = expandable_summary(a->snapshot());
+  INFO(line);
+  CHECK(line.find("6 pages mapped and 4 unmapped so far, 2 waits for the GPU before unmapping.") != std::string::npos);
   a->free(p2);
   a.source->complete_all_events();  // nothing pending: nothing to wait for
   a->empty_cache();
@@ -189,35 +193,47 @@ TEST_CASE("expandable events: empty_cache waits only for the events still pendin
   CHECK(a.source->reservations() == 0);
 }
 
-TEST_CASE("expandable events: a page freed while its stream is captured gets its event when the capture ends") {
+TEST_CASE("expandable events: during a capture no event is recorded or asked; frees record theirs after it") {
   TestAllocator a(64 * kMiB, expandable_config());
   constexpr StreamId kCapture = 3;
-  void* x = a->allocate(4 * kMiB, kCapture);  // the stream's expandable segment, before the capture
+  void* x = a->allocate(4 * kMiB, kCapture);  // the captured stream's expandable segment: pages 0-1
+  void* v = a->allocate(4 * kMiB, 0);         // stream 0's: pages 0-1
+  void* u = a->allocate(2 * kMiB, 0);         // page 2
   const MemPoolId pool = a->create_pool();
   a->begin_allocate_to_pool(pool, kCapture);
-  a->free(x);  // recording an event on a capturing stream would put it into the graph: none yet
+  // Recording an event on the captured stream would put it into the graph, and CUDA forbids
+  // event queries and waits while a capture is underway: these frees record nothing yet.
+  a->free(x);
+  a->free(v);
   CHECK(a.source->live_events() == 0);
-  void* y = a->allocate(6 * kMiB, 0);  // x's pages stay put while the stream captures
-  CHECK(a->stats().num_device_alloc == 5);
+  void* y = a->allocate(6 * kMiB, 0);  // pages 3-5: no free page is known idle, three new ones
+  CHECK(a->stats().num_device_alloc == 8);
   CHECK(a->stats().num_unmap_calls == 0);
+  a->empty_cache();  // nothing it could unmap without asking
+  CHECK(a->stats().reserved_bytes[StatPool::All].current == i64(8 * kPage));
   a->end_allocate_to_pool(pool);
 
-  void* z = a->allocate(2 * kMiB, 0);  // records x's event now; pending, so a new page
-  CHECK(a.source->live_events() == 1);
-  CHECK(a.source->pending_events() == 1);
-  CHECK(a->stats().num_device_alloc == 6);
+  // Too large for v's hole: pages 6-8. x's and v's events are recorded now, pending: new pages.
+  void* z = a->allocate(6 * kMiB, 0);
+  CHECK(a.source->live_events() == 2);
+  CHECK(a.source->pending_events() == 2);
+  CHECK(a->stats().num_device_alloc == 11);
   CHECK(a->stats().num_unmap_calls == 0);
   a.source->complete_all_events();
-  void* w = a->allocate(2 * kMiB, 0);  // one of x's pages moves
-  CHECK(a->stats().num_device_alloc == 6);
-  CHECK(a->stats().num_unmap_calls == 1);
+  void* w = a->allocate(6 * kMiB, 0);  // pages 9-11: x's two pages (freed first) and v's first move
+  CHECK(a->stats().num_device_alloc == 11);
+  CHECK(a->stats().num_unmap_calls == 3);
   CHECK(a->stats().num_unmap_waits == 0);
-  for (void* p : {y, z, w}) a->free(p);
+  CHECK(segment_of(*a.allocator, x).mapped_size == 0);
+  CHECK_FALSE(a.source->is_mapped(v, kPage));
+  CHECK(a.source->is_mapped(static_cast<char*>(v) + kPage, kPage));
+  for (void* p : {u, y, z, w}) a->free(p);
   a->release_pool(pool);
   a.source->complete_all_events();
   a->empty_cache();
   CHECK(a.source->live_events() == 0);
   CHECK(a.source->live_bytes() == 0);
+  CHECK(a.source->reservations() == 0);
 }
 
 TEST_CASE("expandable events: a random program on a device too small for it, with a GPU running behind") {
