@@ -98,7 +98,8 @@ size_t HostSegmentSource::waited_events() const {
 
 void HostSegmentSource::destroy_event(EventId event) {
   std::lock_guard<std::mutex> lock(mutex_);
-  KILN_INTERNAL_ASSERT(events_.erase(event) == 1, "destroy_event: event {} is not live (destroyed twice?)", event);
+  const size_t erased = events_.erase(event);
+  KILN_INTERNAL_ASSERT(erased == 1, "destroy_event: event {} is not live (destroyed twice?)", event);
   pending_.erase(event);
 }
 
