@@ -19,9 +19,12 @@
 // its neighbours, so fragmentation strands no memory. When a request needs pages that are not
 // mapped, the allocator first moves pages that hold no live byte from elsewhere (unmap there,
 // map here: no new device memory), and creates pages only for the rest; so the memory mapped
-// stays close to the pages live blocks touch. Cached pages stay mapped until they are needed
-// elsewhere, empty_cache(), garbage collection or an out-of-memory retry unmaps them. Private
-// pools keep classic segments. See caching_allocator_expandable.cpp.
+// stays close to the pages live blocks touch. Unmapping is not stream-ordered, so a page moves
+// only once an event recorded when it was freed has completed: the host never waits for the
+// GPU in the steady state (a page still in use by queued work is left, and a new one created),
+// only when the device is full. Cached pages stay mapped until they are needed elsewhere,
+// empty_cache(), garbage collection or an out-of-memory retry unmaps them. Private pools keep
+// classic segments. See caching_allocator_expandable.cpp.
 //
 // Thread-safe: one mutex guards all state. The segment source (host memory or CUDA) is the
 // only thing that talks to a device.
@@ -118,6 +121,8 @@ class CachingAllocator {
   struct BlockPool;
   struct PrivatePool;
   struct ExpandableSegment;
+  struct ExpandablePage;
+  struct FreeEvent;  // what a free page waits for before it may be unmapped
   struct FreePage;
   struct Expandable;  // every expandable segment and the free pages in them
   struct PendingEvent {
@@ -170,10 +175,14 @@ class CachingAllocator {
   Block* find_expandable_block(BlockPool& pool, StreamId stream, size_t size);
   Block* new_expandable_segment(BlockPool& pool, StreamId stream, size_t size);
   bool map_block_pages(Block* block, size_t size);
-  size_t steal_pages(const ExpandableSegment& target, size_t first, size_t last, size_t wanted,
+  size_t steal_pages(const ExpandableSegment& target, size_t first, size_t last, size_t wanted, bool wait,
                      std::vector<PageHandle>& out);
   void map_run(ExpandableSegment& seg, size_t first, const PageHandle* pages, size_t count);
   void unmap_pages(ExpandableSegment& seg, const std::vector<size_t>& pages, std::vector<PageHandle>* keep);
+  FreeEvent* new_free_event(StreamId stream);
+  void drop_free_event(ExpandablePage& page);
+  bool free_event_completed(FreeEvent* event);  // never blocks
+  bool wait_free_event(FreeEvent* event);       // blocks if pending; false during a capture
   void wait_for_stream(StreamId stream);
   void change_live(ExpandableSegment& seg, uintptr_t begin, size_t bytes, bool increase);
   bool touches_used_page(const Block* block) const;

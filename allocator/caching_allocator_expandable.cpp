@@ -10,14 +10,29 @@
 // Allocation: best fit among the free blocks of the stream, as for classic segments (a new
 // segment only when none fits, which takes an address range, no memory). Pages under the
 // chosen range that are not mapped get physical pages: first free pages taken from anywhere
-// else (least recently freed first; unmapped there after waiting for their stream, mapped
-// here, so no memory is created), then new pages from the device. Mapped bytes therefore grow
-// only when the pages that live blocks touch outgrow every page ever mapped, and the number
-// of map/unmap calls stays with the pages that actually move (num_map_calls /
-// num_unmap_calls count them). Freed pages stay mapped until needed elsewhere, or until
-// empty_cache, garbage collection or an out-of-memory retry unmaps them and gives them back.
-// Pages of a stream being captured into a CUDA Graph stay put: waiting for such a stream is
-// not allowed while it captures.
+// else (least recently freed first; unmapped there, mapped here, so no memory is created),
+// then new pages from the device. Mapped bytes therefore grow only when the pages that live
+// blocks touch outgrow every page ever mapped, and the number of map/unmap calls stays with
+// the pages that actually move (num_map_calls / num_unmap_calls count them). Freed pages stay
+// mapped until needed elsewhere, or until empty_cache, garbage collection or an out-of-memory
+// retry unmaps them and gives them back.
+//
+// Waiting for the GPU. cuMemUnmap is not stream-ordered: a page may be unmapped only once the
+// GPU has run the work queued before its last block was freed. Blocks are reused in place
+// without that (stream order covers it), but a page that moves must not be pulled from under
+// a kernel still queued. So a free that leaves pages with no live byte records one event on
+// the segment's stream, shared by those pages (FreeEvent, reference-counted; a free that
+// empties no page records none, and the source pools the events). A page that moves must have
+// its event completed, asked without blocking; pages still in use by queued work are skipped
+// and new pages created instead. In a training loop, where the host runs ahead of the GPU,
+// the steady state therefore never synchronises: the memory in flight costs a few more pages,
+// not a stall per step. Only when the device has no page left does the host wait, for the
+// events of the oldest free pages (not for everything queued since), and take those; then
+// comes the out-of-memory retry. empty_cache and garbage collection wait for the free pages'
+// events too, which have usually completed. num_unmap_waits counts the waits that blocked.
+// Pages of a stream being captured into a CUDA Graph stay put. While any capture is underway
+// no event is recorded, queried or waited for (CUDA forbids or captures those calls): a free
+// then records its event once the capture has ended, and only pages already known idle move.
 //
 // Statistics: reserved bytes are the mapped pages; non-releasable (inactive split) bytes are
 // the free bytes on pages that also hold live bytes, the only cached memory that cannot be
@@ -35,7 +50,8 @@ namespace {
 size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 /// True when `stream` is being captured into a CUDA Graph (its allocations go to a private
-/// pool): waiting for it is not allowed then, so its segments' pages stay where they are.
+/// pool): recording an event on it or waiting for it is not allowed then, so its segments'
+/// pages stay where they are.
 template <typename Capturing>
 bool is_capturing(const Capturing& capturing, StreamId stream) {
   for (const auto& [s, pool] : capturing)
@@ -119,15 +135,18 @@ bool CachingAllocator::map_block_pages(Block* block, size_t size) {
   std::vector<size_t> missing;
   for (; i <= last; ++i)
     if (seg.pages[i].handle == 0) missing.push_back(i);
-  // Pages to move here first, then new ones. (Moving every cached page before creating one
-  // is garbage collection at its limit, so the threshold has nothing to add here.)
+  // Pages to move here first, then new ones. (Moving every cached page the GPU is done with
+  // before creating one is garbage collection at its limit, so the threshold has nothing to
+  // add here.)
   std::vector<PageHandle> pages;
   pages.reserve(missing.size());
   // More pages than the device has in all can never be had: fail before moving or creating
   // any (creating them one by one would fill the device before the answer is known).
   if (device_total_ == 0) device_total_ = source_->memory_info().second;
   if (missing.size() > device_total_ / seg.page) return false;
-  const size_t moved_across_pools = steal_pages(seg, first, last, missing.size(), pages);
+  // Free pages whose work has run are moved without waiting, then new pages are created; only
+  // a device out of memory makes the host wait for the GPU to finish with more free pages.
+  size_t moved_across_pools = steal_pages(seg, first, last, missing.size(), /*wait=*/false, pages);
   size_t created = 0;
   while (pages.size() < missing.size()) {
     const PageHandle page = source_->create_page();
@@ -135,6 +154,8 @@ bool CachingAllocator::map_block_pages(Block* block, size_t size) {
     pages.push_back(page);
     ++created;
   }
+  if (pages.size() < missing.size())
+    moved_across_pools += steal_pages(seg, first, last, missing.size() - pages.size(), /*wait=*/true, pages);
   stats_.num_device_alloc += static_cast<int64_t>(created);
   const auto idx = static_cast<StatPool>(pool_index(*seg.pool));
   stats_.reserved_bytes.increase(idx, static_cast<int64_t>((created + moved_across_pools) * seg.page));
@@ -151,21 +172,35 @@ bool CachingAllocator::map_block_pages(Block* block, size_t size) {
 }
 
 size_t CachingAllocator::steal_pages(const ExpandableSegment& target, size_t first, size_t last, size_t wanted,
-                                     std::vector<PageHandle>& out) {
+                                     bool wait, std::vector<PageHandle>& out) {
   Expandable& ex = *expandable_;
-  // The victims: free pages outside the range being mapped, least recently freed first.
+  // The victims: free pages outside the range being mapped, least recently freed first. Without
+  // `wait`, only pages whose free-time event has completed: the events of one stream complete
+  // in the order they were recorded, which is the order of the free pages, so a stream whose
+  // event is still pending has no later page to offer either and is not asked again.
   std::map<ExpandableSegment*, std::vector<size_t>> victims;
+  SmallVector<StreamId, 4> busy;
   size_t found = 0;
   for (auto it = ex.free_pages.begin(); it != ex.free_pages.end() && found < wanted; ++it) {
-    if (it->seg == &target && it->index >= first && it->index <= last) continue;
-    if (it->seg != &target && is_capturing(capturing_, it->seg->stream)) continue;
-    victims[it->seg].push_back(it->index);
+    ExpandableSegment* seg = it->seg;
+    if (seg == &target && it->index >= first && it->index <= last) continue;
+    if (is_capturing(capturing_, seg->stream)) continue;
+    FreeEvent* event = seg->pages[it->index].free_event;
+    if (wait) {
+      if (!wait_free_event(event)) continue;
+    } else if (event != nullptr && !event->completed) {
+      if (std::find(busy.begin(), busy.end(), event->stream) != busy.end()) continue;
+      if (!free_event_completed(event)) {
+        busy.push_back(event->stream);
+        continue;
+      }
+    }
+    victims[seg].push_back(it->index);
     ++found;
   }
   size_t across = 0;
   const int target_idx = pool_index(*target.pool);
   for (auto& [seg, indices] : victims) {
-    wait_for_stream(seg->stream);  // work queued before the free may still use them
     const size_t before = out.size();
     unmap_pages(*seg, indices, &out);
     // A page that moves to the other pool's statistics leaves this one's reserved bytes.
@@ -179,6 +214,60 @@ size_t CachingAllocator::steal_pages(const ExpandableSegment& target, size_t fir
   return across;
 }
 
+CachingAllocator::FreeEvent* CachingAllocator::new_free_event(StreamId stream) {
+  Expandable& ex = *expandable_;
+  if (ex.spare_free_events.empty()) {
+    ex.free_events.push_back(std::make_unique<FreeEvent>());
+    ex.spare_free_events.push_back(ex.free_events.back().get());
+  }
+  FreeEvent* event = ex.spare_free_events.back();
+  ex.spare_free_events.pop_back();
+  *event = FreeEvent();
+  event->stream = stream;
+  // While a capture is underway, recording on the captured stream would put the event into
+  // the graph, and recording on the legacy stream would break the capture: the event is then
+  // recorded when first asked after the capture (it covers the work before the free, and more).
+  if (capturing_.empty()) {
+    event->event = source_->record_event(stream);
+    event->recorded = true;
+  }
+  return event;
+}
+
+void CachingAllocator::drop_free_event(ExpandablePage& page) {
+  FreeEvent* event = page.free_event;
+  if (event == nullptr) return;
+  page.free_event = nullptr;
+  if (--event->pages > 0) return;
+  if (event->recorded && !event->completed) source_->destroy_event(event->event);
+  expandable_->spare_free_events.push_back(event);
+}
+
+bool CachingAllocator::free_event_completed(FreeEvent* event) {
+  if (event == nullptr || event->completed) return true;
+  // Event queries are not allowed while a capture is underway (CUDA's global capture mode).
+  if (!capturing_.empty()) return false;
+  if (!event->recorded) {
+    event->event = source_->record_event(event->stream);
+    event->recorded = true;
+  }
+  if (!source_->event_completed(event->event)) return false;
+  source_->destroy_event(event->event);  // known complete for good: the source may reuse it
+  event->completed = true;
+  return true;
+}
+
+bool CachingAllocator::wait_free_event(FreeEvent* event) {
+  if (free_event_completed(event)) return true;
+  if (!capturing_.empty()) return false;  // nor is waiting
+  source_->wait_event(event->event);
+  ++stats_.num_unmap_waits;
+  source_->destroy_event(event->event);
+  event->completed = true;
+  return true;
+}
+
+// Only for the destructor, whose pages may still hold live blocks (no free event covers them).
 void CachingAllocator::wait_for_stream(StreamId stream) {
   const EventId event = source_->record_event(stream);
   source_->wait_event(event);
@@ -214,6 +303,7 @@ void CachingAllocator::unmap_pages(ExpandableSegment& seg, const std::vector<siz
       ExpandablePage& p = seg.pages[sorted[j]];
       KILN_INTERNAL_ASSERT(p.handle != 0 && p.live == 0, "unmap of page {} (live {})", sorted[j], p.live);
       expandable_->free_pages.erase({p.freed, seg.id, sorted[j], &seg});
+      drop_free_event(p);
       if (keep != nullptr) {
         keep->push_back(p.handle);
       } else {
@@ -231,6 +321,7 @@ void CachingAllocator::unmap_pages(ExpandableSegment& seg, const std::vector<siz
 
 void CachingAllocator::change_live(ExpandableSegment& seg, uintptr_t begin, size_t bytes, bool increase) {
   const uintptr_t end = begin + bytes;
+  FreeEvent* freed_now = nullptr;  // one event for the pages this free empties, made for the first
   for (size_t i = seg.page_of(begin), last = seg.page_of(end - 1); i <= last; ++i) {
     const uintptr_t lo = std::max(begin, seg.address_of(i)), hi = std::min(end, seg.address_of(i) + seg.page);
     ExpandablePage& p = seg.pages[i];
@@ -239,6 +330,7 @@ void CachingAllocator::change_live(ExpandableSegment& seg, uintptr_t begin, size
         ++seg.used;
         KILN_INTERNAL_ASSERT(p.handle != 0, "a block in use on unmapped page {}", i);
         expandable_->free_pages.erase({p.freed, seg.id, i, &seg});
+        drop_free_event(p);  // in use again on its own stream: stream order covers the old work
       }
       p.live += hi - lo;
     } else {
@@ -247,6 +339,9 @@ void CachingAllocator::change_live(ExpandableSegment& seg, uintptr_t begin, size
         --seg.used;
         p.freed = use_tick_;
         expandable_->free_pages.insert({p.freed, seg.id, i, &seg});
+        if (freed_now == nullptr) freed_now = new_free_event(seg.stream);
+        p.free_event = freed_now;
+        ++freed_now->pages;
       }
     }
   }
@@ -331,13 +426,13 @@ void CachingAllocator::release_expandable_cache(bool release_empty_segments) {
     if (is_capturing(capturing_, seg->stream)) continue;
     std::vector<size_t> free_pages;
     for (size_t i = 0; i < seg->pages.size(); ++i)
-      if (seg->pages[i].handle != 0 && seg->pages[i].live == 0) free_pages.push_back(i);
-    if (!free_pages.empty()) {
-      wait_for_stream(seg->stream);
-      unmap_pages(*seg, free_pages, nullptr);
-    }
+      if (seg->pages[i].handle != 0 && seg->pages[i].live == 0 && wait_free_event(seg->pages[i].free_event))
+        free_pages.push_back(i);
+    if (!free_pages.empty()) unmap_pages(*seg, free_pages, nullptr);
     const Block* head = segments_.at(seg->base);
-    if (release_empty_segments && is_mergeable(head) && head->next == nullptr) empty.push_back(seg.get());
+    // (A page whose event could not be waited for, during a capture, keeps its segment.)
+    if (release_empty_segments && is_mergeable(head) && head->next == nullptr && seg->mapped == 0)
+      empty.push_back(seg.get());
   }
   for (ExpandableSegment* seg : empty) release_expandable_segment(seg);
 }
@@ -346,14 +441,12 @@ void CachingAllocator::unmap_lru_pages(int64_t bytes_over) {
   std::map<ExpandableSegment*, std::vector<size_t>> victims;
   int64_t found = 0;
   for (auto it = expandable_->free_pages.begin(); it != expandable_->free_pages.end() && found < bytes_over; ++it) {
-    if (is_capturing(capturing_, it->seg->stream)) continue;
-    victims[it->seg].push_back(it->index);
-    found += static_cast<int64_t>(it->seg->page);
+    ExpandableSegment* seg = it->seg;
+    if (is_capturing(capturing_, seg->stream) || !wait_free_event(seg->pages[it->index].free_event)) continue;
+    victims[seg].push_back(it->index);
+    found += static_cast<int64_t>(seg->page);
   }
-  for (auto& [seg, indices] : victims) {
-    wait_for_stream(seg->stream);
-    unmap_pages(*seg, indices, nullptr);
-  }
+  for (auto& [seg, indices] : victims) unmap_pages(*seg, indices, nullptr);
 }
 
 void CachingAllocator::release_expandable_segment(ExpandableSegment* seg) {

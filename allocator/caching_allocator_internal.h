@@ -59,11 +59,24 @@ struct CachingAllocator::PrivatePool {
   bool released = false;  // release_pool() was called: segments go as they empty
 };
 
+/// The event recorded on a segment's stream by a free that left pages with no live byte: the
+/// work that used those pages was queued before it, so once it has completed they may be
+/// unmapped. One per such free, shared by the pages it emptied (a page that fills again or is
+/// unmapped lets go of it; the last one gives the event back to the source).
+struct CachingAllocator::FreeEvent {
+  EventId event = 0;
+  StreamId stream = 0;
+  size_t pages = 0;        // pages that point at it
+  bool recorded = false;   // false: freed during a capture; recorded when first asked after it
+  bool completed = false;  // known to have completed (the event went back to the source then)
+};
+
 /// One page-sized slot of an expandable segment's address range.
-struct ExpandablePage {
+struct CachingAllocator::ExpandablePage {
   PageHandle handle = 0;  // the physical page mapped here; 0: unmapped
   size_t live = 0;        // bytes of blocks in use (allocated, or awaiting stream events) on it
   uint64_t freed = 0;     // allocator tick at which `live` last fell to 0
+  FreeEvent* free_event = nullptr;  // with no live byte: what to wait for before unmapping (null: nothing)
 };
 
 /// An address range of one (pool, stream), tiled by its blocks, with pages mapped under the
@@ -105,6 +118,8 @@ struct CachingAllocator::Expandable {
   // Nodes from the allocator's free list: a page that empties and fills again on the hot
   // path (a small block freed and reallocated) touches no general-purpose heap.
   std::pmr::set<FreePage> free_pages;
+  std::vector<std::unique_ptr<FreeEvent>> free_events;  // every FreeEvent record, in use or spare
+  std::vector<FreeEvent*> spare_free_events;            // records to reuse
   uint64_t next_id = 1;
 };
 

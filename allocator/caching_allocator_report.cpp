@@ -51,6 +51,7 @@ void CachingAllocator::reset_accumulated_stats() {
   stats_.num_device_free = 0;
   stats_.num_map_calls = 0;
   stats_.num_unmap_calls = 0;
+  stats_.num_unmap_waits = 0;
   stats_.num_sync_all_streams = 0;
 }
 

@@ -109,6 +109,12 @@ CUdeviceptr as_device_ptr(const void* p) { return static_cast<CUdeviceptr>(reint
 
 CudaSegmentSource::CudaSegmentSource(int device) : device_(device) {}
 
+CudaSegmentSource::~CudaSegmentSource() {
+  // No device guard and no check: an event is destroyed from any device, and a source that
+  // lives until process exit may outlive the CUDA runtime (which then frees the events).
+  for (const EventId event : spare_events_) (void)cudaEventDestroy(as_event(event));
+}
+
 std::string CudaSegmentSource::device_name() const { return fmt::format("cuda:{}", device_); }
 
 void* CudaSegmentSource::allocate(size_t bytes) {
@@ -135,12 +141,28 @@ std::pair<size_t, size_t> CudaSegmentSource::memory_info() {
   return {free_bytes, total};
 }
 
+// Events are created (for device_) and recorded with device_ current: cudaEventRecord needs
+// the event and the stream on the current device. Querying, waiting for and destroying an
+// event work from any device, so those calls need no guard.
 EventId CudaSegmentSource::record_event(StreamId stream) {
   DeviceGuard guard(device_);
-  cudaEvent_t event = nullptr;
-  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventRecord(event, reinterpret_cast<cudaStream_t>(stream)));
-  return static_cast<EventId>(reinterpret_cast<uintptr_t>(event));
+  EventId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    if (!spare_events_.empty()) {
+      id = spare_events_.back();
+      spare_events_.pop_back();
+    }
+  }
+  if (id == 0) {
+    cudaEvent_t created = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&created, cudaEventDisableTiming));
+    id = static_cast<EventId>(reinterpret_cast<uintptr_t>(created));
+  }
+  const cudaError_t status = cudaEventRecord(as_event(id), reinterpret_cast<cudaStream_t>(stream));
+  if (status != cudaSuccess) destroy_event(id);  // back to the pool, then report the failure
+  CUDA_CHECK(status);
+  return id;
 }
 
 bool CudaSegmentSource::event_completed(EventId event) {
@@ -149,7 +171,10 @@ bool CudaSegmentSource::event_completed(EventId event) {
 
 void CudaSegmentSource::wait_event(EventId event) { CUDA_CHECK(cudaEventSynchronize(as_event(event))); }
 
-void CudaSegmentSource::destroy_event(EventId event) { CUDA_CHECK(cudaEventDestroy(as_event(event))); }
+void CudaSegmentSource::destroy_event(EventId event) {
+  std::lock_guard<std::mutex> lock(events_mutex_);
+  spare_events_.push_back(event);
+}
 
 // ---- virtual memory management -------------------------------------------------------------
 

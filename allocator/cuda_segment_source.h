@@ -6,7 +6,15 @@
 // cuMemUnmap, given back with cuMemRelease and cuMemAddressFree. A GPU (or driver) without
 // virtual memory management reports a granularity of 0, and the allocator keeps classic
 // segments.
+//
+// Events are pooled: with expandable segments the allocator records one on every free that
+// empties a page, so destroy_event keeps the event for the next record_event instead of
+// paying cudaEventCreate / cudaEventDestroy each time (re-recording an event is allowed even
+// while its previous record is pending, and nobody waits for a destroyed one).
 #pragma once
+
+#include <mutex>
+#include <vector>
 
 #include "segment_source.h"
 
@@ -16,6 +24,10 @@ namespace kiln {
 class CudaSegmentSource : public SegmentSource {
  public:
   explicit CudaSegmentSource(int device);
+  /// Destroys the pooled events.
+  ~CudaSegmentSource() override;
+  CudaSegmentSource(const CudaSegmentSource&) = delete;
+  CudaSegmentSource& operator=(const CudaSegmentSource&) = delete;
 
   std::string device_name() const override;
   void* allocate(size_t bytes) override;
@@ -37,6 +49,8 @@ class CudaSegmentSource : public SegmentSource {
   int device_;
   bool vmm_queried_ = false;
   size_t granularity_ = 0;  // 0: no virtual memory management on this GPU
+  std::mutex events_mutex_;
+  std::vector<EventId> spare_events_;  // destroyed by the allocator, kept for reuse
 };
 
 }  // namespace kiln

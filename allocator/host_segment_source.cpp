@@ -73,21 +73,22 @@ std::pair<size_t, size_t> HostSegmentSource::memory_info() {
 EventId HostSegmentSource::record_event(StreamId) {
   std::lock_guard<std::mutex> lock(mutex_);
   const EventId id = next_event_++;
+  events_.insert(id);
   if (options_.manual_events) pending_.insert(id);
   return id;
 }
 
 bool HostSegmentSource::event_completed(EventId event) {
   std::lock_guard<std::mutex> lock(mutex_);
+  KILN_INTERNAL_ASSERT(events_.count(event) == 1, "event_completed: event {} is not live", event);
   return pending_.count(event) == 0;
 }
 
 void HostSegmentSource::wait_event(EventId event) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++waited_events_;
-  }
-  complete_event(event);
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_INTERNAL_ASSERT(events_.count(event) == 1, "wait_event: event {} is not live", event);
+  ++waited_events_;
+  pending_.erase(event);
 }
 
 size_t HostSegmentSource::waited_events() const {
@@ -95,7 +96,12 @@ size_t HostSegmentSource::waited_events() const {
   return waited_events_;
 }
 
-void HostSegmentSource::destroy_event(EventId event) { complete_event(event); }
+void HostSegmentSource::destroy_event(EventId event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t erased = events_.erase(event);
+  KILN_INTERNAL_ASSERT(erased == 1, "destroy_event: event {} is not live (destroyed twice?)", event);
+  pending_.erase(event);
+}
 
 void HostSegmentSource::complete_event(EventId event) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -105,6 +111,21 @@ void HostSegmentSource::complete_event(EventId event) {
 void HostSegmentSource::complete_all_events() {
   std::lock_guard<std::mutex> lock(mutex_);
   pending_.clear();
+}
+
+void HostSegmentSource::complete_events_through(EventId last) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.erase(pending_.begin(), pending_.upper_bound(last));
+}
+
+EventId HostSegmentSource::last_event() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return next_event_ - 1;
+}
+
+size_t HostSegmentSource::live_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_.size();
 }
 
 size_t HostSegmentSource::pending_events() const {

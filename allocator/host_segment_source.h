@@ -2,16 +2,17 @@
 // memory from mmap (PROT_NONE reservations; pages mapped with MAP_FIXED and given back by
 // mapping PROT_NONE over them). It backs the CPU device's caching allocator, and, with a
 // capacity and hand-completed events, it is the test double that lets the allocator's logic
-// (splitting, streams, OOM, expandable segments) run on any machine. Its virtual memory keeps
-// the books a GPU driver would enforce: a misuse by the allocator (mapping a page twice,
-// unmapping what is not mapped, releasing a range with pages still mapped) is an
-// InternalError, so the tests catch it.
+// (splitting, streams, OOM, expandable segments) run on any machine. Its virtual memory and
+// its events keep the books a GPU driver would enforce: a misuse by the allocator (mapping a
+// page twice, unmapping what is not mapped, releasing a range with pages still mapped,
+// querying or destroying an event already destroyed) is an InternalError, so the tests catch it.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "segment_source.h"
 
@@ -57,9 +58,16 @@ class HostSegmentSource : public SegmentSource {
   void complete_event(EventId event);
   /// Completes every pending event.
   void complete_all_events();
+  /// Completes the pending events up to `last` (ids grow with each record_event): a GPU that
+  /// has run the work queued until then.
+  void complete_events_through(EventId last);
+  /// The newest event recorded so far (0: none).
+  EventId last_event() const;
   /// Events recorded and not yet completed.
   size_t pending_events() const;
-  /// wait_event calls so far (an allocator waits for a stream before unmapping its pages).
+  /// Events recorded and not yet destroyed, completed or not (an allocator gives back each).
+  size_t live_events() const;
+  /// wait_event calls so far (an allocator blocks on an event it needs before unmapping pages).
   size_t waited_events() const;
   /// Bytes currently handed out (segments and physical pages).
   size_t live_bytes() const;
@@ -78,6 +86,7 @@ class HostSegmentSource : public SegmentSource {
   EventId next_event_ = 1;
   size_t waited_events_ = 0;
   std::set<EventId> pending_;
+  std::unordered_set<EventId> events_;  // recorded, not destroyed
   std::map<uintptr_t, size_t> reservations_;           // base -> bytes
   std::unordered_map<uintptr_t, PageHandle> mapped_;   // page address -> the page mapped there
   std::unordered_map<PageHandle, bool> pages_;         // page -> is it mapped

@@ -26,7 +26,8 @@ std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats);
 std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviated = false);
 
 /// The line on expandable segments printed under the summary table (how many, pages and
-/// bytes mapped, address space, pages mapped and unmapped so far); "" when there are none.
+/// bytes mapped, address space, pages mapped and unmapped so far, waits for the GPU before
+/// unmapping); "" when there are none.
 std::string expandable_summary(const MemorySnapshot& snapshot);
 
 /// The one-line fragmentation verdict printed under the summary table.

@@ -16,6 +16,9 @@
 //                                  cached memory that cannot be unmapped (PyTorch counts none)
 //   num_device_alloc / _free       physical pages created / released (cuMemCreate / cuMemRelease)
 //   num_map_calls / num_unmap_calls pages mapped / unmapped (cuMemMap / cuMemUnmap calls)
+//   num_unmap_waits                times the host waited for the GPU before unmapping pages (a
+//                                  free page's event still pending: out of memory, empty_cache,
+//                                  garbage collection); moving pages in the steady state never waits
 // Each is a Stat {current, peak, allocated (total increase), freed (total decrease)}, kept
 // for all pools, the large pool and the small pool.
 #pragma once
@@ -87,6 +90,7 @@ struct MemoryStats {
   int64_t num_device_free = 0;    ///< segments given back to the device (cudaFree calls)
   int64_t num_map_calls = 0;      ///< pages mapped into expandable segments (Kiln's key)
   int64_t num_unmap_calls = 0;    ///< pages unmapped from expandable segments (Kiln's key)
+  int64_t num_unmap_waits = 0;    ///< host waits for the GPU before unmapping pages (Kiln's key)
   int64_t num_sync_all_streams = 0;
   int64_t max_split_size = 0;     ///< the configured max_split_size in bytes (SIZE_MAX: unset)
 };

@@ -154,6 +154,7 @@ std::map<std::string, int64_t> stats_to_map(const MemoryStats& stats) {
   out["num_device_free"] = stats.num_device_free;
   out["num_map_calls"] = stats.num_map_calls;
   out["num_unmap_calls"] = stats.num_unmap_calls;
+  out["num_unmap_waits"] = stats.num_unmap_waits;
   out["num_sync_all_streams"] = stats.num_sync_all_streams;
   out["max_split_size"] = stats.max_split_size;
   return out;
@@ -241,10 +242,11 @@ std::string expandable_summary(const MemorySnapshot& snapshot) {
   const uint64_t pages = page > 0 ? mapped / page : 0;
   return fmt::format(
       "Expandable segments: {} ({} large pool, {} small pool), {} mapped in {} page{} of {}, {} of address space; "
-      "{} page{} mapped and {} unmapped so far.",
+      "{} page{} mapped and {} unmapped so far, {} wait{} for the GPU before unmapping.",
       segments, large, segments - large, in_units(static_cast<int64_t>(mapped)), pages, pages == 1 ? "" : "s",
       in_units(static_cast<int64_t>(page)), in_units(static_cast<int64_t>(address_space)),
-      snapshot.stats.num_map_calls, snapshot.stats.num_map_calls == 1 ? "" : "s", snapshot.stats.num_unmap_calls);
+      snapshot.stats.num_map_calls, snapshot.stats.num_map_calls == 1 ? "" : "s", snapshot.stats.num_unmap_calls,
+      snapshot.stats.num_unmap_waits, snapshot.stats.num_unmap_waits == 1 ? "" : "s");
 }
 
 std::string fragmentation_verdict(const MemorySnapshot& snapshot) {

@@ -1,9 +1,10 @@
 // Expandable segments on the host source (2 MiB pages, as CUDA's): a segment grows by mapping
 // pages, freed space merges with the free tail and is reused in place, pages that hold nothing
-// live move to where a segment grows (after waiting for their stream), empty_cache unmaps and
-// releases, out of memory retries and then fails cleanly, record_stream keeps a block's pages,
-// private pools and sources without virtual memory keep classic segments. Every figure is
-// exact: the host source keeps the books a driver would.
+// live move to where a segment grows (once the event recorded at their free has completed:
+// test_expandable_events.cpp covers the pending cases), empty_cache unmaps and releases, out of
+// memory retries and then fails cleanly, record_stream keeps a block's pages, private pools and
+// sources without virtual memory keep classic segments. Every figure is exact: the host source
+// keeps the books a driver would.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -132,13 +133,14 @@ TEST_CASE("expandable: freed space merges with the free tail and is reused in pl
   a->free(y);
 }
 
-TEST_CASE("expandable: pages with nothing live move to where the segment grows, after waiting for their stream") {
+TEST_CASE("expandable: pages with nothing live move to where the segment grows once their stream is done with them") {
   TestAllocator a(kCapacity, expandable_config());
   void* a1 = a->allocate(4 * kMiB);  // pages 0-1
   void* a2 = a->allocate(4 * kMiB);  // pages 2-3
   CHECK(write_all(a2, 4 * kMiB, 0x5A));
   a->free(a1);  // pages 0-1 hold nothing live now; the 4 MiB hole is too small for 6 MiB
-  const size_t waited = a.source->waited_events();
+  CHECK(a.source->live_events() == 1);  // recorded at the free, for both pages
+  a.source->complete_all_events();      // the work queued before the free has run
   void* z = a->allocate(6 * kMiB);  // pages 4-6: two moved from the hole, one created
   CHECK(addr(z) == addr(a2) + 4 * kMiB);
   MemoryStats s = a->stats();
@@ -147,7 +149,9 @@ TEST_CASE("expandable: pages with nothing live move to where the segment grows, 
   CHECK(s.num_device_free == 0);
   CHECK(s.num_unmap_calls == 2);
   CHECK(s.num_map_calls == 7);
-  CHECK(a.source->waited_events() == waited + 1);  // one wait for the stream that used them
+  CHECK(s.num_unmap_waits == 0);
+  CHECK(a.source->waited_events() == 0);  // the move asked whether the event had completed, never waited
+  CHECK(a.source->live_events() == 0);    // the event went back to the source
   CHECK(a.source->pages() == 5);
   CHECK(same_ranges(ranges_of(*a.allocator, a2), {{addr(a2), 5 * kPage}}));
   CHECK(write_all(z, 6 * kMiB, 0x6B));
@@ -270,15 +274,22 @@ TEST_CASE("expandable: record_stream keeps a freed block's pages until the other
   CHECK(segment_of(*a.allocator, q).stream == 2);
   CHECK(a.source->is_mapped(p, 4 * kMiB));
 
+  // Stream 2 is done: the next allocation processes the event and frees p, which records an
+  // event on p's own stream 1 (its work queued before the free may still run).
   a.source->complete_all_events();
-  const size_t waited = a.source->waited_events();
-  void* r = a->allocate(2 * kMiB, 2);  // processes the event: p's pages are free to move
+  void* small = a->allocate(1000, 2);
+  CHECK(block_at(*a.allocator, p).state == BlockState::Inactive);
+  CHECK(a.source->pending_events() == 1);
+  a.source->complete_all_events();  // stream 1 is done too
+  void* r = a->allocate(2 * kMiB, 2);  // p's pages are free to move
   CHECK(addr(r) == addr(q) + 6 * kMiB);
   s = a->stats();
   CHECK(s.num_unmap_calls == 1);  // one of p's pages moved to stream 2's segment
-  CHECK(s.reserved_bytes[StatPool::All].current == i64(5 * kPage));
-  CHECK(a.source->waited_events() == waited + 1);  // after waiting for stream 1
+  CHECK(s.reserved_bytes[StatPool::All].current == i64(6 * kPage));  // and a page for the small block
+  CHECK(s.num_unmap_waits == 0);
+  CHECK(a.source->waited_events() == 0);
   CHECK(write_all(r, 2 * kMiB, 0x12));
+  a->free(small);
   a->free(q);
   a->free(r);
   a->empty_cache();

@@ -106,6 +106,7 @@ void run_differential(size_t granularity, uint64_t seed) {
   CHECK(end.num_device_alloc == end.num_device_free);
   CHECK(e.source->live_bytes() == 0);
   CHECK(e.source->reservations() == 0);
+  CHECK(e.source->live_events() == 0);  // every event recorded at a free went back
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ struct KnownState {
     void* a1 = a->allocate(4 * kMiB);
     a2 = a->allocate(3 * kMiB);
     a->free(a1);
-    z = a->allocate(6 * kMiB);  // pages 0-1 move under it
+    a.source->complete_all_events();  // the work that used a1 has run
+    z = a->allocate(6 * kMiB);        // pages 0-1 move under it
     base = reinterpret_cast<uintptr_t>(a1);
   }
   ~KnownState() {
@@ -55,7 +56,7 @@ TEST_CASE("expandable: memory_summary has a line on the segments, and the verdic
   CHECK(snap.stats.inactive_split_bytes[StatPool::All].current == i64(1 * kMiB));
   CHECK(expandable_summary(snap) ==
         "Expandable segments: 1 (1 large pool, 0 small pool), 10.0 MiB mapped in 5 pages of 2.0 MiB, 72.0 MiB of "
-        "address space; 7 pages mapped and 2 unmapped so far.");
+        "address space; 7 pages mapped and 2 unmapped so far, 0 waits for the GPU before unmapping.");
   CHECK(fragmentation_verdict(snap) ==
         "Fragmentation: moderate \u2014 1.0 MiB of 10.0 MiB reserved (10.0%) is non-releasable (free bytes on pages "
         "that hold live blocks, and free pieces of split segments); largest free block 1.0 MiB of 1.0 MiB free "

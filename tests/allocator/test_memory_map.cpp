@@ -123,7 +123,7 @@ TEST_CASE("snapshot_to_json carries every field and value") {
   for (const auto& e : hist) CHECK(e.size() == 5);
 
   const auto& stats = doc.at("stats");
-  CHECK(stats.size() == 124);
+  CHECK(stats.size() == 125);
   for (const auto& [key, value] : stats_to_map(snap.stats)) {
     CAPTURE(key);
     CHECK(stats.at(key).get<int64_t>() == value);

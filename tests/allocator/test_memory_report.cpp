@@ -31,7 +31,7 @@ BlockInfo block(uint64_t address, uint64_t size, BlockState state) {
 
 }  // namespace
 
-TEST_CASE("stats_to_map has every key of torch.cuda.memory_stats(), sorted, and Kiln's two map/unmap counters") {
+TEST_CASE("stats_to_map has every key of torch.cuda.memory_stats(), sorted, and Kiln's three page counters") {
   // torch.cuda.memory_stats() of PyTorch 2.11: 9 per-pool statistics x 3 pools x 4 fields,
   // the two oversize statistics x 4 fields and 6 scalars, sorted by key.
   const std::vector<std::string> expected = {
@@ -85,11 +85,12 @@ TEST_CASE("stats_to_map has every key of torch.cuda.memory_stats(), sorted, and 
   const std::map<std::string, int64_t> m = stats_to_map(MemoryStats{});
   std::vector<std::string> keys;
   for (const auto& [k, v] : m)
-    if (k != "num_map_calls" && k != "num_unmap_calls") keys.push_back(k);
+    if (k != "num_map_calls" && k != "num_unmap_calls" && k != "num_unmap_waits") keys.push_back(k);
   CHECK(keys == expected);
-  CHECK(m.size() == 124);  // PyTorch's 122 and Kiln's num_map_calls, num_unmap_calls
+  CHECK(m.size() == 125);  // PyTorch's 122 and Kiln's num_map_calls, num_unmap_calls, num_unmap_waits
   CHECK(m.count("num_map_calls") == 1);
   CHECK(m.count("num_unmap_calls") == 1);
+  CHECK(m.count("num_unmap_waits") == 1);
 }
 
 TEST_CASE("stats_to_map puts every value under its key") {
@@ -113,6 +114,7 @@ TEST_CASE("stats_to_map puts every value under its key") {
   st.num_sync_all_streams = 15;
   st.num_map_calls = 16;
   st.num_unmap_calls = 17;
+  st.num_unmap_waits = 18;
   st.max_split_size = -1;
   const auto m = stats_to_map(st);
   for (int a = 0; a < 9; ++a) {
@@ -140,6 +142,7 @@ TEST_CASE("stats_to_map puts every value under its key") {
   CHECK(m.at("num_sync_all_streams") == 15);
   CHECK(m.at("num_map_calls") == 16);
   CHECK(m.at("num_unmap_calls") == 17);
+  CHECK(m.at("num_unmap_waits") == 18);
   CHECK(m.at("max_split_size") == -1);
 }
 

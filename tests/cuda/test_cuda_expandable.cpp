@@ -1,8 +1,10 @@
 // Expandable segments over the CUDA driver's virtual memory management (this suite runs only
 // with a GPU): pages mapped with cuMemMap are device memory that cudaMemset and cudaMemcpy
 // reach; data stays put while the segment grows around it; pages move (cuMemUnmap, then
-// cuMemMap elsewhere) only after the work queued on their stream has run; empty_cache gives
-// them back; a request larger than the device fails at once, without filling the device.
+// cuMemMap elsewhere) only after the work queued on their stream before their free has run,
+// and the allocator never waits for it: while that work is pending it creates new pages
+// instead; empty_cache gives them back; a request larger than the device fails at once,
+// without filling the device.
 //
 // Each case uses an allocator of its own over a CudaSegmentSource, so its counters are exact
 // and what it maps is its own; nothing here reads the device's free memory, which other test
@@ -175,9 +177,13 @@ TEST_CASE("cuda:0 expandable: a page moves (cuMemUnmap, cuMemMap elsewhere) and 
   const std::vector<uint8_t> keep = make_pattern(2 * g, 99);
   CUDA_REQUIRE(cudaMemcpy(a2, keep.data(), keep.size(), cudaMemcpyHostToDevice));
   a->free(a1);
+  // The free recorded an event on the stream; the GPU completes it within microseconds, and
+  // only then may a1's pages move (a query before that would find it pending: new pages).
+  CUDA_REQUIRE(cudaDeviceSynchronize());
   void* z = a->allocate(3 * g);  // two pages move from a1's place, one is created
   MemoryStats s = a->stats();
   CHECK(s.num_unmap_calls == 2);
+  CHECK(s.num_unmap_waits == 0);
   CHECK(s.num_device_alloc == 5);
   CHECK(s.reserved_bytes[StatPool::All].current == i64(5 * g));
   CHECK(is_device_memory(z));
@@ -191,35 +197,67 @@ TEST_CASE("cuda:0 expandable: a page moves (cuMemUnmap, cuMemMap elsewhere) and 
   CHECK(a->stats().reserved_bytes[StatPool::All].current == 0);
 }
 
-TEST_CASE("cuda:0 expandable: pages move only after the work queued on their stream has run") {
+TEST_CASE("cuda:0 expandable: a page whose stream work is pending stays, without a wait; it moves once the work ran") {
   ExpandableCuda a;
   REQUIRE_VMM(a);
   const size_t g = a.page;
   OwnedStream s;
-  void* x = a->allocate(2 * g, s.id());
-  void* y = a->allocate(2 * g, s.id());
+  void* x = a->allocate(2 * g, s.id());  // pages 0-1
+  void* y = a->allocate(2 * g, s.id());  // pages 2-3
+  const std::vector<uint8_t> keep = make_pattern(2 * g, 41);
+  CUDA_REQUIRE(cudaMemcpy(y, keep.data(), keep.size(), cudaMemcpyHostToDevice));
+  void* z = nullptr;
   {
     Gate gate(s);
     CUDA_REQUIRE(cudaMemsetAsync(x, 0x42, 2 * g, s.get()));  // queued behind the gate
     a->free(x);  // stream-ordered: its pages hold nothing live, but the memset has not run
-    std::thread opener([&gate] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // A watchdog opens the gate if the allocation below blocks on the stream (the old
+    // behaviour), so a regression fails the checks below instead of hanging.
+    std::atomic<bool> returned{false};
+    std::thread watchdog([&gate, &returned] {
+      for (int i = 0; i < 500 && !returned.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       gate.open();
     });
-    const auto t0 = std::chrono::steady_clock::now();
-    void* z = a->allocate(3 * g, s.id());  // takes x's pages: must wait for the memset first
-    const auto waited = std::chrono::steady_clock::now() - t0;
-    opener.join();
-    CHECK(a->stats().num_unmap_calls == 2);
-    CHECK(waited >= std::chrono::milliseconds(250));
+    z = a->allocate(3 * g, s.id());  // pages 4-6: x's pages are still in use, three new ones
+    const cudaError_t pending = cudaStreamQuery(s.get());
+    returned.store(true);
+    watchdog.join();
+    CHECK(pending == cudaErrorNotReady);  // the allocation returned while the memset was queued
+    (void)cudaGetLastError();
+    const MemoryStats st = a->stats();
+    CHECK(st.num_unmap_calls == 0);
+    CHECK(st.num_unmap_waits == 0);
+    CHECK(st.num_device_alloc == 7);
+    CHECK(st.reserved_bytes[StatPool::All].current == i64(7 * g));
     CUDA_REQUIRE(cudaMemsetAsync(z, 0x24, 3 * g, s.get()));
-    CUDA_REQUIRE(cudaStreamSynchronize(s.get()));  // no fault: the memset ran on mapped pages
-    CHECK(first_not(read_back(z, 3 * g), 0x24) == 3 * g);
-    a->free(z);
+    gate.open();
+    CUDA_REQUIRE(cudaStreamSynchronize(s.get()));  // no fault: both memsets ran on mapped pages
   }
-  a->free(y);
+  CHECK(first_not(read_back(x, 2 * g), 0x42) == 2 * g);  // the queued memset found x's pages in place
+  CHECK(first_not(read_back(z, 3 * g), 0x24) == 3 * g);
+
+  // The stream has run the work queued before x's free: its event has completed, so x's pages
+  // move under the next growth (the hole is too small for 3 pages), without a wait.
+  void* w = a->allocate(3 * g, s.id());  // pages 7-9: two moved from x's place, one created
+  MemoryStats st = a->stats();
+  CHECK(st.num_unmap_calls == 2);
+  CHECK(st.num_unmap_waits == 0);
+  CHECK(st.num_device_alloc == 8);
+  CHECK(st.reserved_bytes[StatPool::All].current == i64(8 * g));
+  const SegmentInfo seg = segment_of(*a.allocator, y);
+  REQUIRE(seg.mapped_ranges.size() == 1);  // x's place has nothing mapped any more
+  CHECK(seg.mapped_ranges[0].address == reinterpret_cast<uintptr_t>(y));
+  CHECK(seg.mapped_ranges[0].size == 8 * g);
+  CUDA_REQUIRE(cudaMemsetAsync(w, 0x3E, 3 * g, s.get()));
+  CUDA_REQUIRE(cudaStreamSynchronize(s.get()));
+  CHECK(first_not(read_back(w, 3 * g), 0x3E) == 3 * g);
+  CHECK(first_not(read_back(z, 3 * g), 0x24) == 3 * g);
+  CHECK(read_back(y, keep.size()) == keep);
+  for (void* p : {y, z, w}) a->free(p);
   a->empty_cache();
-  CHECK(a->stats().reserved_bytes[StatPool::All].current == 0);
+  st = a->stats();
+  CHECK(st.reserved_bytes[StatPool::All].current == 0);
+  CHECK(st.num_device_free == st.num_device_alloc);
 }
 
 TEST_CASE("cuda:0 expandable: record_stream keeps a block's pages mapped until the other stream is done") {
