@@ -1,17 +1,29 @@
-# Kiln's front door. `make demo` and `make test` install missing build dependencies
-# (scripts/setup.sh), configure, build and run; both are idempotent and incremental.
+# Kiln's front door. `make demo`, `make test`, `make sanitize` and `make tsan` install missing
+# build dependencies (scripts/setup.sh), configure, build and run; all are idempotent and
+# incremental.
 #
-#   make demo                 build and run the article's examples (linear_mlp, profile_linear)
-#   make test                 build and run every test through ctest
+#   make demo                 build the library and the two examples it runs (linear_mlp,
+#                             profile_linear), then run them (on the GPU when one is visible)
+#   make test                 build everything (tests, examples, benchmarks) and run every test
+#   make sanitize             CPU-only build under AddressSanitizer + UBSan (build-sanitize/),
+#                             every test through ctest
+#   make tsan                 CPU-only build without OpenMP under ThreadSanitizer (build-tsan/),
+#                             the tests that start threads
 #   make bench                build and run the benchmarks (on the CPU device)
 #   make gpu-check            on a GPU machine: build, test, sanitize, benchmark (scripts/gpu_check.sh)
 #   make BUILD_DIR=... CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" test
+#   make CMAKE_ARGS=-DKILN_CUDA=OFF demo     CPU-only (the CUDA backend is built when nvcc is found)
 BUILD_DIR ?= build
+SANITIZE_DIR ?= build-sanitize
+TSAN_DIR ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
+# The sanitizer builds: CPU-only (the CUDA runtime does not run under ASan/TSan), no
+# benchmarks, optimised with debug info so reports name file and line.
+SANITIZER_CMAKE_ARGS := -DKILN_CUDA=OFF -DKILN_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_NATIVE=ON
 
-.PHONY: all setup configure build demo test bench gpu-check clean
+.PHONY: all setup configure build demo test sanitize tsan bench gpu-check clean
 
 all: build
 
@@ -20,6 +32,7 @@ setup:
 
 # Configure once; later builds re-run CMake by themselves when a CMakeLists.txt changes.
 $(BUILD_DIR)/CMakeCache.txt:
+	@echo "make: configuring $(BUILD_DIR)/; the first build compiles from scratch (README.md, 'What the first build costs')"
 	@cmake -S . -B $(BUILD_DIR) -G "$(GENERATOR)" -DKILN_NATIVE=ON $(CMAKE_ARGS)
 
 configure: setup $(BUILD_DIR)/CMakeCache.txt
@@ -27,7 +40,9 @@ configure: setup $(BUILD_DIR)/CMakeCache.txt
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# Only what the demo runs: the library and two examples (not the tests and benchmarks).
+demo: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target linear_mlp profile_linear
 	@$(BUILD_DIR)/examples/linear_mlp
 	@$(BUILD_DIR)/examples/profile_linear --trace $(BUILD_DIR)/profile_linear_trace.json
 
@@ -35,6 +50,23 @@ demo: build
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@grep -h "tests skipped:" $(BUILD_DIR)/Testing/Temporary/LastTest.log 2>/dev/null || true
+
+$(SANITIZE_DIR)/CMakeCache.txt:
+	@cmake -S . -B $(SANITIZE_DIR) -G "$(GENERATOR)" $(SANITIZER_CMAKE_ARGS) -DKILN_SANITIZE=address,undefined $(CMAKE_ARGS)
+
+# The sanitizer options each test runs with are set in tests/CMakeLists.txt.
+sanitize: setup $(SANITIZE_DIR)/CMakeCache.txt
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	@cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer needs OpenMP off: libgomp is not instrumented, so its barriers look like races.
+$(TSAN_DIR)/CMakeCache.txt:
+	@cmake -S . -B $(TSAN_DIR) -G "$(GENERATOR)" $(SANITIZER_CMAKE_ARGS) -DKILN_SANITIZE=thread -DKILN_OPENMP=OFF \
+	  -DKILN_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
+
+tsan: setup $(TSAN_DIR)/CMakeCache.txt
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target test_threads
+	@cd $(TSAN_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	@$(BUILD_DIR)/bench/dispatch_overhead
@@ -49,4 +81,4 @@ gpu-check: setup
 	@bash scripts/gpu_check.sh
 
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR)

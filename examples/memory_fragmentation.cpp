@@ -2,19 +2,28 @@
 // what its tensors need, the caching allocator is fragmenting. This example runs a workload
 // with interleaved lifetimes of mixed sizes, prints memory_summary() before and after, names
 // the non-releasable bytes, shows what KILN_ALLOC_CONF's max_split_size_mb and empty_cache()
-// change, and writes the memory map as an SVG picture.
+// change, and writes the memory map as an SVG picture: to --svg PATH, else to
+// memory_map.svg in the folder the example was built in (build/examples/ by default), never
+// into the source tree or wherever the program happens to be started.
 //
 //   memory_fragmentation [--device cpu|cuda] [--svg PATH]
 #include <kiln/kiln.h>
 
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #ifdef KILN_WITH_CUDA
 #include "allocator/cuda_segment_source.h"
 #endif
 #include "allocator/host_segment_source.h"
+
+// Set by examples/CMakeLists.txt to this example's build folder; a copy built elsewhere
+// writes to the current folder.
+#ifndef KILN_EXAMPLE_OUTPUT_DIR
+#define KILN_EXAMPLE_OUTPUT_DIR "."
+#endif
 
 using namespace kiln;
 
@@ -65,7 +74,7 @@ void print_line(const char* what, const MemoryStats& s) {
 
 int main(int argc, char** argv) {
   Device device = cuda::is_available() ? Device::cuda(0) : Device::cpu();
-  std::string svg = "memory_map.svg";
+  std::string svg = std::string(KILN_EXAMPLE_OUTPUT_DIR) + "/memory_map.svg";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       device = std::strcmp(argv[++i], "cuda") == 0 ? Device::cuda(0) : Device::cpu();

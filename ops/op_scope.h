@@ -3,7 +3,7 @@
 // each op's name, inputs and outputs, nested as the ops call one another.
 //
 // With no observer installed the scope costs one relaxed atomic load and a branch
-// (Note [The eager fast path]); everything else sits behind [[unlikely]].
+// (Note [The eager fast path], in op_scope.cpp); everything else sits behind [[unlikely]].
 #pragma once
 
 #include <atomic>

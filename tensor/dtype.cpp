@@ -2,6 +2,17 @@
 // float16 + bfloat16 meeting at float32 because neither holds the other.
 #include "dtype.h"
 
+// Note [dtype is a value]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A Tensor's element type is a DType held in its TensorImpl, not a template parameter: a
+// PyTorch program changes dtypes at run time (x.to(kHalf), promotion in a + b, a checkpoint
+// read from disk), and one Tensor type lets ops, modules, the profiler's records and the
+// kernel tables stay ordinary functions and values. The price is paid once per op call: the
+// kernel turns the DType into a C++ type with one switch (dispatch_all, dispatch_floating,
+// ... in dtype_dispatch.h) and runs a loop typed for it, so inner loops never branch on
+// dtype, and an unsupported dtype becomes an error naming the op and the dtypes it
+// supports. Every kernel is compiled once per dtype it lists: that is the build-time cost.
+
 namespace kiln {
 
 std::string_view dtype_name(DType t) {

@@ -1,7 +1,7 @@
 // DType: the run-time element type of a tensor, and PyTorch's type-promotion lattice.
 //
-// dtype is a run-time property (Note [dtype is a value]): kernels branch on it once, through
-// dispatch_dtype() in dtype_dispatch.h, rather than templating the public API on it.
+// dtype is a run-time property (Note [dtype is a value], in dtype.cpp): kernels branch on it
+// once, through the dispatch_* helpers of dtype_dispatch.h, rather than templating the API.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a
 // counter-based generator. Output block k of a stream depends only on (seed, k), so any
 // element of a random tensor can be computed independently, on the CPU or on a GPU thread,
-// and both give the same numbers (Note [Random numbers are a function of the index]).
+// and both give the same numbers (Note [Random numbers are a function of the index], below).
 //
 // Element i of a random tensor uses block (base + i / per_block) and lane i % per_block,
 // where per_block is 4 for 32-bit-or-smaller outputs and 2 for float64. Box-Muller runs in
@@ -16,6 +16,17 @@
 
 #include "../core/host_device.h"
 
+// Note [Random numbers are a function of the index]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A random op does not draw from a stateful stream; it reserves a range of counter blocks
+// from the Generator (tensor/generator.h: the only state is a seed and an offset) and then
+// element i is a pure function of (seed, first_block + i / per_block, i % per_block).
+// Why: (1) CPU chunks and CUDA threads compute their elements independently, with no shared
+// generator state and no dependence on the number of threads or the launch geometry, so a
+// seeded program gives the same numbers on any machine; (2) the CPU and CUDA kernels of
+// rand/randn/dropout are the same arithmetic on the same counters and agree bit for bit
+// (tests/cuda checks it); (3) advancing the generator is one addition per op, which is also
+// what replaying a captured graph needs (advance the offset, recompute).
 namespace kiln::philox {
 
 /// Four 32-bit outputs of one Philox block.

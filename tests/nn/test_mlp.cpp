@@ -1,8 +1,9 @@
 // nn::MLP: the layer list its options produce (every activation, bias on/off, dropout after
 // each activation but never after the last Linear), forward against a float64 reference,
-// train/eval with dropout, and the option checks.
+// train/eval with dropout, the option checks, and the short form nn::MLP({sizes}, activation).
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
 #include "testing.h"
 
@@ -174,5 +175,48 @@ TEST_CASE("MLP option errors") {
   CHECK_THROWS_WITH_AS(mlp[1], doctest::Contains("MLP: index 1 is out of range for 1 modules"), kiln::Error);
   CHECK_THROWS_WITH_AS(mlp(random({3, 5})),
                        doctest::Contains("linear: input's last dimension (5) does not match in_features (4)"),
+                       kiln::Error);
+}
+
+TEST_CASE("MLP short form: nn::MLP({sizes}) and nn::MLP({sizes}, activation) build what the options build") {
+  // Every spelling compiles beside the designated-initialiser one (Note [MLP's two forms]);
+  // a single size is rejected at compile time by the short form.
+  static_assert(std::is_constructible_v<nn::MLP, const int64_t (&)[3]>);
+  static_assert(std::is_constructible_v<nn::MLP, const int64_t (&)[2], nn::Activation>);
+  static_assert(!std::is_constructible_v<nn::MLP, const int64_t (&)[1]>);
+  static_assert(std::is_constructible_v<nn::MLP, std::vector<int64_t>>);
+  static_assert(std::is_constructible_v<nn::MLP, const std::vector<int64_t>&, nn::Activation>);
+  static_assert(std::is_constructible_v<nn::MLP, nn::MLPOptions>);
+  manual_seed(95);
+  nn::MLP short_form({6, 8, 3}, nn::Activation::GELU);
+  manual_seed(95);
+  nn::MLP long_form({.sizes = {6, 8, 3}, .activation = nn::Activation::GELU});
+  CHECK(short_form.repr() == long_form.repr());
+  CHECK(short_form.options().sizes == std::vector<int64_t>{6, 8, 3});
+  CHECK(short_form.options().activation == nn::Activation::GELU);
+  CHECK(short_form.options().bias);
+  CHECK(short_form.options().dropout == 0.0);
+  short_form.to(kFloat64);
+  long_form.to(kFloat64);
+  const Tensor x = random({4, 6}, kFloat64);
+  // Same seed, same layers: the same weights and the same function.
+  CHECK(equal(short_form(x), long_form(x)));
+  check_close(short_form(x), mlp_ref(short_form, x, nn::Activation::GELU), {4, 3});
+
+  nn::MLP relu({5, 7, 2});  // the default activation is ReLU, as in MLPOptions
+  CHECK(layer_names(relu) == std::vector<std::string>{"Linear", "ReLU", "Linear"});
+  CHECK(relu.options().activation == nn::Activation::ReLU);
+  const int64_t hidden = 9;
+  nn::MLP mixed({5, hidden, 2}, nn::Activation::Tanh);  // literals and int64_t variables together
+  CHECK(mixed.options().sizes == std::vector<int64_t>{5, 9, 2});
+  const std::vector<int64_t> sizes = {3, 4, 4, 1};  // sizes known at run time
+  nn::MLP from_vector(sizes, nn::Activation::GELUTanh);
+  CHECK(from_vector.options().sizes == sizes);
+  CHECK(layer_names(from_vector) ==
+        std::vector<std::string>{"Linear", "GELU", "Linear", "GELU", "Linear"});
+  CHECK_THROWS_WITH_AS(nn::MLP({4, -1, 2}, nn::Activation::Tanh),
+                       doctest::Contains("MLP: every size must be positive, got [4, -1, 2]"), kiln::Error);
+  CHECK_THROWS_WITH_AS(nn::MLP(std::vector<int64_t>{4}),
+                       doctest::Contains("MLP: sizes needs at least an input and an output size, got [4]"),
                        kiln::Error);
 }

@@ -1,7 +1,10 @@
-// Out-of-tree consumer: uses the umbrella header and checks a result it can compute itself.
+// Out-of-tree consumer: uses the umbrella header and checks a result it can compute itself,
+// and includes the one public header the umbrella does not (the host segment source).
+#include <kiln/allocator/host_segment_source.h>
 #include <kiln/kiln.h>
 
 #include <cmath>
+#include <type_traits>
 
 int main() {
   using namespace kiln;
@@ -19,6 +22,7 @@ int main() {
         return 1;
       }
     }
+  static_assert(std::is_base_of_v<SegmentSource, HostSegmentSource>);
   fmt::print("consumer: {} from an installed Kiln\n", y.sizes());
   return 0;
 }
