@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "../allocator/memory_observer.h"
 #include "../core/error.h"
@@ -24,12 +25,14 @@ namespace {
 // thread, so the handles wait on a per-thread stack between begin and end.
 class OpRecorder final : public OpObserver {
  public:
-  bool record_shapes = false;
-  bool with_flops = false;
+  // Set by the thread that starts a recording while other threads may still be finishing
+  // ops of the previous one: atomics, read relaxed (a stale value only shapes that op's event).
+  std::atomic<bool> record_shapes{false};
+  std::atomic<bool> with_flops{false};
 
   void on_op_begin(const OpCall& call) override {
     std::vector<std::vector<int64_t>> shapes;
-    if (record_shapes) {
+    if (record_shapes.load(std::memory_order_relaxed)) {
       shapes.reserve(call.inputs.size());
       for (const Tensor* t : call.inputs) shapes.emplace_back(t->sizes().begin(), t->sizes().end());
     }
@@ -39,7 +42,7 @@ class OpRecorder final : public OpObserver {
     if (t_handles.empty()) return;  // the op began before recording started
     const int64_t handle = t_handles.back();
     t_handles.pop_back();
-    if (with_flops && handle >= 0) {
+    if (with_flops.load(std::memory_order_relaxed) && handle >= 0) {
       const OpCost cost = op_cost(call.name, call.inputs, call.outputs);
       Collector::instance().set_cost(handle, cost.flops, cost.bytes, cost.math);
     }
@@ -138,8 +141,8 @@ void Profiler::start_collector() {
 }
 
 void Profiler::begin_recording() {
-  recorder().record_shapes = options_.record_shapes;
-  recorder().with_flops = options_.with_flops;
+  recorder().record_shapes.store(options_.record_shapes, std::memory_order_relaxed);
+  recorder().with_flops.store(options_.with_flops, std::memory_order_relaxed);
   start_collector();
   const bool want_cuda =
       std::find(options_.activities.begin(), options_.activities.end(), Activity::CUDA) != options_.activities.end();
