@@ -16,63 +16,12 @@
 #include <vector>
 
 #include "allocator/allocator_testing.h"
+#include "cuda/cuda_testing.h"
 
 using namespace kiln;
 using namespace kiln::testing;
 
 namespace {
-
-#define CUDA_REQUIRE(call)                                            \
-  do {                                                                \
-    const cudaError_t status_ = (call);                               \
-    INFO(#call << ": " << cudaGetErrorString(status_));               \
-    REQUIRE(status_ == cudaSuccess);                                  \
-  } while (0)
-
-/// A stream of this case's own (non-blocking: no implicit ordering with the legacy stream).
-class OwnedStream {
- public:
-  OwnedStream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~OwnedStream() {
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-  StreamId id() const { return reinterpret_cast<StreamId>(stream_); }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-/// Holds back the work queued on a stream after it until open() (or the end of the scope):
-/// the stream runs a host function that waits for the gate, so "the stream has not finished"
-/// is a fact the test controls, not a matter of timing.
-class Gate {
- public:
-  explicit Gate(const OwnedStream& stream) : stream_(stream.get()) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(stream_, &Gate::wait, this));
-  }
-  ~Gate() {
-    open();
-    (void)cudaStreamSynchronize(stream_);  // the host function has returned before `this` goes
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-
- private:
-  static void CUDART_CB wait(void* self) {
-    auto* gate = static_cast<Gate*>(self);
-    gate->open_.wait(false, std::memory_order_acquire);
-  }
-  cudaStream_t stream_;
-  std::atomic<bool> open_{false};
-};
 
 /// The change of one statistic's current value (all pools / one pool) from `before`.
 int64_t delta(const MemoryStats& after, const MemoryStats& before, StatArray MemoryStats::*stat,

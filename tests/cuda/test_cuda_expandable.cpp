@@ -23,18 +23,12 @@
 
 #include "allocator/cuda_segment_source.h"
 #include "allocator/allocator_testing.h"
+#include "cuda/cuda_testing.h"
 
 using namespace kiln;
 using namespace kiln::testing;
 
 namespace {
-
-#define CUDA_REQUIRE(call)                              \
-  do {                                                  \
-    const cudaError_t status_ = (call);                 \
-    INFO(#call << ": " << cudaGetErrorString(status_)); \
-    REQUIRE(status_ == cudaSuccess);                    \
-  } while (0)
 
 /// An allocator with expandable segments over cuda:0, and its page size (0: the GPU has no
 /// virtual memory management, and the case has nothing to test).
@@ -51,46 +45,6 @@ struct ExpandableCuda {
     allocator = std::make_unique<CachingAllocator>(std::move(src), config);
   }
   CachingAllocator* operator->() { return allocator.get(); }
-};
-
-class OwnedStream {
- public:
-  OwnedStream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~OwnedStream() {
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-  StreamId id() const { return reinterpret_cast<StreamId>(stream_); }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-/// Holds back the work queued on a stream after it until open(): the stream runs a host
-/// function that waits for the gate.
-class Gate {
- public:
-  explicit Gate(const OwnedStream& stream) : stream_(stream.get()) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(stream_, &Gate::wait, this));
-  }
-  ~Gate() {
-    open();
-    (void)cudaStreamSynchronize(stream_);
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-
- private:
-  static void CUDART_CB wait(void* self) { static_cast<Gate*>(self)->open_.wait(false, std::memory_order_acquire); }
-  cudaStream_t stream_;
-  std::atomic<bool> open_{false};
 };
 
 std::vector<uint8_t> read_back(const void* p, size_t bytes) {

@@ -19,9 +19,11 @@
 #include "profiler/chrome_trace.h"
 #include "profiler/profiler.h"
 #include "profiler/record_function.h"
+#include "cuda/profiler_testing.h"
 #include "testing.h"
 
 using namespace kiln;
+using kiln::testing::traced;
 using profiler::EventKind;
 using profiler::ProfileEvent;
 using profiler::Profiler;
@@ -29,21 +31,6 @@ using profiler::Profiler;
 namespace {
 
 const Device kGpu = Device::cuda(0);
-
-// True when CUPTI traced the recording. Under another CUDA tool that holds CUPTI (the GPU
-// check runs this suite under compute-sanitizer with KILN_TEST_CUPTI_TAKEN=1) the profiler
-// must say so and fall back to CPU columns; anywhere else it must trace.
-bool traced(const Profiler& prof) {
-  const std::string& status = prof.device_activity_status();
-  if (status.empty()) return true;
-  INFO(status);
-  REQUIRE(std::getenv("KILN_TEST_CUPTI_TAKEN") != nullptr);
-  CHECK(status.find("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") != std::string::npos);
-  CHECK(status.find("CPU columns only") != std::string::npos);
-  for (const ProfileEvent& e : prof.events()) CHECK_FALSE(profiler::on_device(e.kind));
-  MESSAGE("another CUDA tool holds CUPTI; the profiler recorded CPU columns only: " << status);
-  return false;
-}
 
 const profiler::EventAverage* row(const profiler::KeyAverages& averages, const std::string& key) {
   for (const profiler::EventAverage& r : averages.rows())

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "allocator/allocator_testing.h"
+#include "cuda/cuda_testing.h"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -23,39 +24,6 @@ using namespace kiln::testing;
 namespace {
 
 const Device kGpu = Device::cuda(0);
-
-#define CUDA_REQUIRE(call)                                            \
-  do {                                                                \
-    const cudaError_t status_ = (call);                               \
-    INFO(#call << ": " << cudaGetErrorString(status_));               \
-    REQUIRE(status_ == cudaSuccess);                                  \
-  } while (0)
-
-/// Holds back the work queued on `stream` after it until open() (or the end of the scope).
-class Gate {
- public:
-  explicit Gate(const Stream& stream) : stream_(reinterpret_cast<cudaStream_t>(stream.id())) {
-    CUDA_REQUIRE(cudaLaunchHostFunc(stream_, &Gate::wait, this));
-  }
-  ~Gate() {
-    open();
-    (void)cudaStreamSynchronize(stream_);  // the host function has returned before `this` goes
-  }
-  Gate(const Gate&) = delete;
-  Gate& operator=(const Gate&) = delete;
-  void open() {
-    open_.store(true, std::memory_order_release);
-    open_.notify_all();
-  }
-
- private:
-  static void CUDART_CB wait(void* self) {
-    auto* gate = static_cast<Gate*>(self);
-    gate->open_.wait(false, std::memory_order_acquire);
-  }
-  cudaStream_t stream_;
-  std::atomic<bool> open_{false};
-};
 
 int64_t host_stat(const char* key) { return cuda::host_memory_stats().at(key); }
 

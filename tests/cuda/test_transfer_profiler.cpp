@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "profiler/profiler.h"
+#include "cuda/profiler_testing.h"
 #include "testing.h"
 
 using namespace kiln;
+using kiln::testing::traced;
 using profiler::EventKind;
 using profiler::ProfileEvent;
 using profiler::Profiler;
@@ -19,17 +21,6 @@ using profiler::Profiler;
 namespace {
 
 const Device kGpu = Device::cuda(0);
-
-// True when CUPTI traced the recording (under compute-sanitizer, which holds CUPTI, the
-// profiler falls back to CPU columns and says so: see test_profiler_cuda.cpp).
-bool traced(const Profiler& prof) {
-  const std::string& status = prof.device_activity_status();
-  if (status.empty()) return true;
-  INFO(status);
-  REQUIRE(std::getenv("KILN_TEST_CUPTI_TAKEN") != nullptr);
-  MESSAGE("another CUDA tool holds CUPTI; no memcpy rows to check: " << status);
-  return false;
-}
 
 // The names from the op that launched `e` up through its parents.
 std::vector<std::string> launcher_chain(const std::vector<ProfileEvent>& events, const ProfileEvent& e) {
