@@ -39,9 +39,12 @@ namespace kiln::detail {
 
 namespace {
 
-// Host copies of at least this size are split over the OpenMP threads: one core's memcpy
-// reaches a fraction of the host's memory bandwidth, and the DMA engines take more.
-constexpr size_t kParallelCopyBytes = size_t{4} << 20;
+// Host copies of at least this size are split over the OpenMP threads, in kCopyChunk pieces:
+// one core's memcpy reaches a fraction of the host's memory bandwidth, and the DMA engines
+// take more. (At 4 MiB, 1 MiB pin_memory() copies ran single-threaded at 1.7x LibTorch's
+// time on the H200 host: docs/BENCHMARKS.md, section 6.)
+constexpr size_t kParallelCopyBytes = size_t{256} << 10;
+constexpr size_t kCopyChunk = size_t{64} << 10;
 // A staged non_blocking copy queues its DMA in slices of this size, so the DMA of one slice
 // overlaps the host copy of the next.
 constexpr size_t kStagingSlice = size_t{8} << 20;
@@ -50,13 +53,12 @@ constexpr size_t kStagingSlice = size_t{8} << 20;
 void host_memcpy(void* dst, const void* src, size_t bytes) {
 #ifdef _OPENMP
   if (bytes >= kParallelCopyBytes) {
-    constexpr size_t kChunk = size_t{1} << 20;
-    const auto chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+    const auto chunks = static_cast<int64_t>((bytes + kCopyChunk - 1) / kCopyChunk);
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
-      const size_t begin = static_cast<size_t>(c) * kChunk;
+      const size_t begin = static_cast<size_t>(c) * kCopyChunk;
       std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
-                  std::min(kChunk, bytes - begin));
+                  std::min(kCopyChunk, bytes - begin));
     }
     return;
   }
