@@ -30,12 +30,18 @@ class StorageImpl {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   StorageOrigin origin() const { return origin_; }
+  /// The version counter autograd reads: bumped by every in-place write to this memory,
+  /// shared by all views of it.
+  uint32_t version() const { return version_; }
+  /// Marks an in-place write (ops whose record says they modify an input call this).
+  void bump_version() { ++version_; }
 
  private:
   DataPtr data_;
   size_t nbytes_;
   Device device_;
   StorageOrigin origin_;
+  uint32_t version_ = 0;
 };
 
 /// Allocates fresh storage of `nbytes` on `device` (op names the caller for error messages).

@@ -23,6 +23,10 @@
 
 namespace kiln {
 
+namespace autograd {
+class Node;
+}
+
 /// A handle to an n-dimensional array on a device. Default-constructed handles are undefined.
 class Tensor {
  public:
@@ -84,11 +88,37 @@ class Tensor {
     return defined() && other.defined() && impl_->storage() == other.impl_->storage();
   }
 
-  // ---- autograd readiness (the engine arrives in autograd/) ------------------------------
-  /// Whether gradients will be tracked for this tensor.
+  // ---- autograd (state in tensor/autograd_meta.h; the engine and hooks in autograd/) ----
+  /// Whether gradients flow to or through this tensor.
   bool requires_grad() const { return impl().requires_grad(); }
   /// Marks the tensor as a leaf that tracks gradients; only floating tensors may.
   Tensor& requires_grad_(bool on = true);
+  /// The accumulated gradient (undefined until a backward pass reaches this tensor).
+  const Tensor& grad() const;
+  /// The gradient slot itself, for optimizers and for assigning or clearing it.
+  Tensor& mutable_grad();
+  /// Replaces the gradient (an undefined tensor clears it).
+  void set_grad(const Tensor& grad);
+  /// True for tensors no op made while recording (user-created, or not requiring grad).
+  bool is_leaf() const;
+  /// The backward node that made this tensor, or null for a leaf.
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  /// How many in-place writes the memory under this tensor has seen (shared by views).
+  uint32_t _version() const { return impl().storage()->version(); }
+  /// A tensor sharing this one's data with no autograd history (defined in ops/views.cpp).
+  Tensor detach() const;
+  /// Detaches this handle in place: it becomes a leaf that does not require grad.
+  Tensor& detach_();
+  /// Keeps .grad() of this non-leaf after backward (defined in autograd/).
+  void retain_grad() const;
+  /// True when retain_grad() was called (or for a leaf that requires grad).
+  bool retains_grad() const;
+  /// Runs `hook` on this tensor's gradient during backward; a defined result replaces the
+  /// gradient (defined in autograd/).
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /// Backpropagates from this tensor: a scalar, or any shape with `gradient` of that shape
+  /// (defined in autograd/engine.cpp).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
 
   // ---- views: share storage, recorded as ops (defined in ops/views.cpp) ------------------
   /// A view with a new shape (one -1 is inferred); throws when the strides do not allow it.

@@ -2,6 +2,7 @@
 #include "tensor_impl.h"
 
 #include "../core/error.h"
+#include "autograd_meta.h"
 #include "shape.h"
 
 namespace kiln {
@@ -18,6 +19,20 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, Shape 
                        ContiguousLayout)
     : storage_(std::move(storage)), dtype_(dtype), sizes_(std::move(sizes)), strides_(std::move(strides)), offset_(0),
       numel_(numel), contiguous_(true) {}
+
+TensorImpl::~TensorImpl() = default;
+
+AutogradMeta& TensorImpl::ensure_autograd_meta() {
+  if (autograd_meta_ == nullptr) autograd_meta_ = std::make_unique<AutogradMeta>();
+  return *autograd_meta_;
+}
+
+bool TensorImpl::autograd_requires_grad() const { return autograd_meta_->requires_grad || autograd_meta_->grad_fn; }
+
+void TensorImpl::set_requires_grad(bool r) {
+  if (!r && autograd_meta_ == nullptr) return;
+  ensure_autograd_meta().requires_grad = r;
+}
 
 void TensorImpl::set_layout(Shape sizes, Shape strides, int64_t offset, const char* op) {
   KILN_INTERNAL_ASSERT(sizes.size() == strides.size(), "{}: {} sizes vs {} strides", op, sizes.size(), strides.size());

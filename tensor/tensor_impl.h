@@ -1,5 +1,6 @@
 // TensorImpl: what a Tensor handle points to. Storage plus the layout that views change
-// (sizes, strides, offset, all in elements), the dtype and device, and the autograd flag.
+// (sizes, strides, offset, all in elements), the dtype and device, and the autograd state
+// (AutogradMeta, tensor/autograd_meta.h: absent until a tensor first requires grad).
 //
 // numel and contiguity are cached because every op asks for them; set_layout() is the only
 // way to change the layout, so the caches cannot go stale. The element count is computed
@@ -21,6 +22,8 @@ namespace kiln {
 /// comes from the per-thread object pool (object_pool.h), since every new tensor and view
 /// makes two of them.
 using Shape = std::vector<int64_t, PoolAllocator<int64_t>>;
+
+struct AutogradMeta;
 
 /// Tag for TensorImpl's constructor of fresh contiguous tensors.
 struct ContiguousLayout {};
@@ -45,8 +48,19 @@ class TensorImpl {
   Device device() const { return storage_->device(); }
   int64_t numel() const { return numel_; }
   bool is_contiguous() const { return contiguous_; }
-  bool requires_grad() const { return requires_grad_; }
-  void set_requires_grad(bool r) { requires_grad_ = r; }
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
+  /// The autograd state, or null while the tensor neither requires grad nor has a grad.
+  AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  /// The autograd state, created on first use.
+  AutogradMeta& ensure_autograd_meta();
+  /// True when gradients flow to or through this tensor (a leaf that requires grad, or an
+  /// op's output whose inputs did). Inline: every op asks this of its inputs.
+  bool requires_grad() const { return autograd_meta_ != nullptr && autograd_requires_grad(); }
+  /// Sets the leaf flag.
+  void set_requires_grad(bool r);
 
   /// Address of the first element (storage base + offset).
   void* data() const {
@@ -60,6 +74,7 @@ class TensorImpl {
 
  private:
   void refresh(const char* op);
+  bool autograd_requires_grad() const;
 
   std::shared_ptr<StorageImpl> storage_;
   DType dtype_;
@@ -68,7 +83,7 @@ class TensorImpl {
   int64_t offset_;
   int64_t numel_ = 1;
   bool contiguous_ = true;
-  bool requires_grad_ = false;
+  std::unique_ptr<AutogradMeta> autograd_meta_;
 };
 
 }  // namespace kiln
