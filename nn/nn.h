@@ -8,3 +8,4 @@
 #include "mlp.h"
 #include "module.h"
 #include "sequential.h"
+#include "state_dict.h"
