@@ -13,5 +13,6 @@
 #include "tensor/tensor.h"
 #include "tensor/tensor_options.h"
 #include "ops/ops.h"
+#include "autograd/autograd.h"
 #include "nn/nn.h"
 #include "profiler/profiler_api.h"

@@ -1,6 +1,8 @@
 // nn::Embedding.
 #include "embedding.h"
 
+#include "../ops/grad_mode.h"
+
 #include "../ops/factory.h"
 #include "../ops/indexing.h"
 
@@ -13,7 +15,10 @@ Embedding::Embedding(int64_t num, int64_t dim) : Module("Embedding"), num_embedd
   reset_parameters();
 }
 
-void Embedding::reset_parameters() { weight.normal_(0.0, 1.0); }
+void Embedding::reset_parameters() {
+  NoGradGuard no_grad;  // the weight is a leaf that requires grad (PyTorch's init runs under no_grad too)
+  weight.normal_(0.0, 1.0);
+}
 
 Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices); }
 

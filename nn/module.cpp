@@ -2,6 +2,8 @@
 // in-place device/dtype conversion, and the repr.
 #include "module.h"
 
+#include "../ops/grad_mode.h"
+
 #include <ostream>
 #include <sstream>
 
@@ -85,6 +87,7 @@ void Module::convert(std::optional<Device> device, std::optional<DType> dtype) {
   // Convert the whole tree first, then swap the results in, so a failure part-way (say,
   // out of memory) leaves every tensor as it was.
   std::vector<std::pair<Tensor, Tensor>> plan;
+  NoGradGuard no_grad;  // moving parameters is not part of any computation to differentiate
   auto add = [&](const Tensor& t) {
     Tensor moved = device ? t.to(*device) : t;
     if (dtype && t.is_floating_point()) moved = moved.to(*dtype);

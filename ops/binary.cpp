@@ -59,11 +59,13 @@ bool fast_path_applies(BinaryOp op, const Operand& a, const Operand& b, const Sc
 }
 }  // namespace
 
-Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand& b, const Scalar& alpha) {
+Tensor binary_op(const OpDesc& desc, const Operand& a, const Operand& b, const Scalar& alpha) {
+  const char* name = desc.name;
+  const auto op = static_cast<BinaryOp>(desc.code);
   if (fast_path_applies(op, a, b, alpha)) {
     const Tensor& ta = *a.tensor;
     const Tensor& tb = *b.tensor;
-    OpScope scope(name, {&ta, &tb});
+    OpScope scope(desc, {&ta, &tb}, alpha, std::monostate{}, std::monostate{});
     Tensor out = new_contiguous(ta.sizes(), ta.dtype(), ta.device(), name);
     dispatch::binary_kernels.get(name, ta.device())(op, out, ta, tb, alpha);
     return scope.output(out);
@@ -100,7 +102,8 @@ Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand&
   Shape broadcast;
   const Shape& out_shape = sa == sb ? sa : (broadcast = broadcast_shapes(sa, sb, name));
 
-  OpScope scope(name, {a.tensor, b.tensor});
+  OpScope scope(desc, {a.tensor, b.tensor}, alpha, a.tensor ? std::optional<Scalar>() : a.number,
+                b.tensor ? std::optional<Scalar>() : b.number);
   const Tensor ta = a.tensor ? a.tensor->to(compute) : scalar_tensor(a.number, compute);
   const Tensor tb = b.tensor ? b.tensor->to(compute) : scalar_tensor(b.number, compute);
   const DType out_dtype = is_comparison(op) ? DType::Bool : compute;
@@ -114,29 +117,29 @@ Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand&
 
 using detail::binary_op;
 
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op("add", BinaryOp::Add, a, b, alpha); }
-Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op("add", BinaryOp::Add, a, b, alpha); }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op("sub", BinaryOp::Sub, a, b, alpha); }
-Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op("sub", BinaryOp::Sub, a, b, alpha); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
-Tensor mul(const Tensor& a, const Scalar& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
-Tensor div(const Tensor& a, const Scalar& b) { return binary_op("div", BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
-Tensor pow(const Tensor& a, const Scalar& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
-Tensor pow(const Scalar& a, const Tensor& b) { return binary_op("pow", BinaryOp::Pow, a, b); }
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op(op::add, a, b, alpha); }
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op(op::add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op(op::sub, a, b, alpha); }
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op(op::sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(op::mul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_op(op::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op(op::div, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_op(op::div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary_op(op::pow, a, b); }
+Tensor pow(const Tensor& a, const Scalar& b) { return binary_op(op::pow, a, b); }
+Tensor pow(const Scalar& a, const Tensor& b) { return binary_op(op::pow, a, b); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
-Tensor operator-(const Scalar& a, const Tensor& b) { return binary_op("sub", BinaryOp::Sub, a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return binary_op(op::sub, a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
-Tensor operator/(const Scalar& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return binary_op(op::div, a, b); }
 
 }  // namespace kiln

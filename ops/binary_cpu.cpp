@@ -7,6 +7,7 @@
 #include "../tensor/dtype_dispatch.h"
 #include "cpu/loops.h"
 #include "cpu/register.h"
+#include "gelu_math.h"
 #include "int_pow.h"
 #include "kernels.h"
 #include "wrapping.h"
@@ -46,6 +47,14 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
     case BinaryOp::Pow:
       if constexpr (std::is_floating_point_v<A>) return arith<T>(out, a, b, [](A x, A y) { return std::pow(x, y); });
       else if constexpr (!std::is_same_v<T, bool>) return arith<T>(out, a, b, [](A x, A y) { return int_pow<A>(x, y); });
+      break;
+    case BinaryOp::GeluBackward:
+      if constexpr (std::is_floating_point_v<A>)
+        return arith<T>(out, a, b, [](A g, A x) { return g * math::gelu_derivative(x); });
+      break;
+    case BinaryOp::GeluTanhBackward:
+      if constexpr (std::is_floating_point_v<A>)
+        return arith<T>(out, a, b, [](A g, A x) { return g * math::gelu_tanh_derivative(x); });
       break;
     case BinaryOp::Eq: return compare<T>(out, a, b, [](A x, A y) { return x == y; });
     case BinaryOp::Ne: return compare<T>(out, a, b, [](A x, A y) { return x != y; });

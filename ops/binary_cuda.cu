@@ -6,6 +6,7 @@
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
+#include "gelu_math.h"
 #include "int_pow.h"
 #include "kernels.h"
 #include "wrapping.h"
@@ -29,7 +30,9 @@ struct BinaryMath {
     else if constexpr (Op == BinaryOp::Pow) {
       if constexpr (std::is_floating_point_v<A>) return narrow<T>(pow(x, y));
       else return narrow<T>(int_pow<A>(x, y));
-    } else if constexpr (Op == BinaryOp::Eq) return x == y;
+    } else if constexpr (Op == BinaryOp::GeluBackward) return narrow<T>(x * math::gelu_derivative(y));
+    else if constexpr (Op == BinaryOp::GeluTanhBackward) return narrow<T>(x * math::gelu_tanh_derivative(y));
+    else if constexpr (Op == BinaryOp::Eq) return x == y;
     else if constexpr (Op == BinaryOp::Ne) return x != y;
     else if constexpr (Op == BinaryOp::Lt) return x < y;
     else if constexpr (Op == BinaryOp::Le) return x <= y;
@@ -93,8 +96,11 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
   }
   if constexpr (!std::is_same_v<K, bool>) {
     if (op == BinaryOp::Pow) return run<K, BinaryOp::Pow>(out, a, b, alpha);
-    if constexpr (!std::is_integral_v<K>)
+    if constexpr (!std::is_integral_v<K>) {
       if (op == BinaryOp::Div) return run<K, BinaryOp::Div>(out, a, b, alpha);
+      if (op == BinaryOp::GeluBackward) return run<K, BinaryOp::GeluBackward>(out, a, b, alpha);
+      if (op == BinaryOp::GeluTanhBackward) return run<K, BinaryOp::GeluTanhBackward>(out, a, b, alpha);
+    }
   }
   KILN_INTERNAL_ASSERT(false, "binary op {} reached the CUDA kernel with dtype {}", static_cast<int>(op), a.dtype());
 }

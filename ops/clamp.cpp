@@ -48,10 +48,12 @@ DType clamp_dtype(const char* name, const Tensor& x, const std::optional<Scalar>
   return dtype;
 }
 
-Tensor clamp_op(const char* name, const Tensor& x, const std::optional<Scalar>& min,
+Tensor clamp_op(const OpDesc& desc, const Tensor& x, const std::optional<Scalar>& min,
                 const std::optional<Scalar>& max) {
+  const char* name = desc.name;
   const DType dtype = clamp_dtype(name, x, min, max);
-  OpScope scope(name, {&x});
+  // clamp records both bounds; clamp_min and clamp_max their one.
+  OpScope scope = desc.attrs.size() == 2 ? OpScope(desc, {&x}, min, max) : OpScope(desc, {&x}, min ? *min : *max);
   const Tensor in = x.to(dtype);
   Tensor out = new_contiguous(x.sizes(), dtype, x.device(), name);
   dispatch::clamp_kernels.get(name, x.device())(out, in, min, max);
@@ -61,7 +63,7 @@ Tensor clamp_op(const char* name, const Tensor& x, const std::optional<Scalar>& 
 }  // namespace
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
-  return clamp_op("clamp", x, min, max);
+  return clamp_op(op::clamp, x, min, max);
 }
 
 Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
@@ -72,13 +74,12 @@ Tensor& clamp_(Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) 
     KILN_CHECK(x.strides()[d] != 0 || x.sizes()[d] <= 1,
                "clamp_: the tensor (shape {}, strides {}) has elements that share memory (an expanded view); call "
                "clone() on it first", shape_str(x.sizes()), shape_str(x.strides()));
-  OpScope scope("clamp_", {&x});
+  OpScope scope(op::clamp_, {&x}, min, max);
   dispatch::clamp_kernels.get("clamp_", x.device())(x, x, min, max);
-  scope.output(x);
-  return x;
+  return scope.output_in_place(x);
 }
 
-Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp_op("clamp_min", x, min, std::nullopt); }
-Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp_op("clamp_max", x, std::nullopt, max); }
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp_op(op::clamp_min, x, min, std::nullopt); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp_op(op::clamp_max, x, std::nullopt, max); }
 
 }  // namespace kiln

@@ -16,18 +16,18 @@ KernelTable<WhereKernel> where_kernels;
 
 using detail::binary_op;
 
-Tensor eq(const Tensor& a, const Tensor& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
-Tensor eq(const Tensor& a, const Scalar& b) { return binary_op("eq", BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
-Tensor ne(const Tensor& a, const Scalar& b) { return binary_op("ne", BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
-Tensor lt(const Tensor& a, const Scalar& b) { return binary_op("lt", BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary_op("le", BinaryOp::Le, a, b); }
-Tensor le(const Tensor& a, const Scalar& b) { return binary_op("le", BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
-Tensor gt(const Tensor& a, const Scalar& b) { return binary_op("gt", BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
-Tensor ge(const Tensor& a, const Scalar& b) { return binary_op("ge", BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_op(op::eq, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_op(op::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_op(op::ne, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_op(op::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_op(op::lt, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_op(op::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_op(op::le, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_op(op::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_op(op::gt, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_op(op::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_op(op::ge, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_op(op::ge, a, b); }
 
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
@@ -50,7 +50,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Device device = common_device("where", {&cond, &a, &b});
   const DType dtype = result_type(a, b);
   const Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
-  OpScope scope("where", {&cond, &a, &b});
+  OpScope scope(op::where, {&cond, &a, &b});
   Tensor out = new_contiguous(shape, dtype, device, "where");
   // A 0-dim CPU operand joining a GPU op (a number) moves to the device: where() reads
   // every operand through the same kernel.
@@ -70,7 +70,7 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b) {
 bool equal(const Tensor& a, const Tensor& b) {
   check_defined("equal", a, "self");
   check_defined("equal", b, "other");
-  OpScope scope("equal", {&a, &b});
+  OpScope scope(op::equal, {&a, &b});
   if (a.sizes() != b.sizes()) return false;
   const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
   return va == vb;
@@ -81,7 +81,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   check_defined("allclose", b, "other");
   KILN_CHECK(rtol >= 0 && atol >= 0, "allclose: rtol ({}) and atol ({}) must be non-negative", rtol, atol);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
-  OpScope scope("allclose", {&a, &b});
+  OpScope scope(op::allclose, {&a, &b}, rtol, atol, equal_nan);
   const auto va = broadcast_view(a, shape).to_vector<double>();
   const auto vb = broadcast_view(b, shape).to_vector<double>();
   for (size_t i = 0; i < va.size(); ++i) {

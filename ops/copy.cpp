@@ -28,14 +28,14 @@ namespace {
 // The copy_ op of clone and to(dtype): `src` into `out`, a fresh contiguous tensor of src's
 // shape on src's device (nothing to validate: the caller made it).
 void copy_into_fresh(const Tensor& out, const Tensor& src) {
-  OpScope scope("copy_", {&out, &src});
+  OpScope scope(op::copy_, {&out, &src}, false);
   dispatch::copy_kernels.get("copy_", src.device())(out, src);
-  scope.output(out);
+  scope.done();
 }
 
 // The clone op; `user_op` is the op the user called (contiguous or clone), which errors name.
 Tensor clone_for(const Tensor& self, const char* user_op) {
-  OpScope scope("clone", {&self});
+  OpScope scope(op::clone, {&self});
   Tensor out = new_contiguous(self.sizes(), self.dtype(), self.device(), user_op);
   copy_into_fresh(out, self);
   return scope.output(out);
@@ -44,7 +44,7 @@ Tensor clone_for(const Tensor& self, const char* user_op) {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  OpScope scope("contiguous", {this});
+  OpScope scope(op::contiguous, {this});
   return scope.output(clone_for(*this, "contiguous"));
 }
 
@@ -52,8 +52,8 @@ Tensor Tensor::clone() const { return clone_for(*this, "clone"); }
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
-  OpScope scope("to", {this});
-  OpScope to_copy("_to_copy", {this});
+  OpScope scope(op::to, {this}, device(), dtype, false);
+  OpScope to_copy(op::_to_copy, {this}, device(), dtype, false);
   Tensor out = new_contiguous(sizes(), dtype, device(), "to");
   copy_into_fresh(out, *this);
   to_copy.output(out);
@@ -79,18 +79,16 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   if (src.device() != device()) {
     KILN_CHECK(cuda::is_built(), "copy_: cannot copy from {} to {}: this build of Kiln has no CUDA support",
                src.device().str(), device().str());
-    OpScope scope("copy_", {this, &src});
+    OpScope scope(op::copy_, {this, &src}, non_blocking);
     detail::copy_across_devices(*this, src, non_blocking);
-    scope.output(*this);
-    return *this;
+    return scope.output_in_place(*this);
   }
-  OpScope scope("copy_", {this, &src});
+  OpScope scope(op::copy_, {this, &src}, non_blocking);
   // A source sharing memory with the destination is copied out first, so overlapping
   // reads and writes cannot mix.
   const Tensor source = src.is_alias_of(*this) ? src.clone() : src;
   dispatch::copy_kernels.get("copy_", device())(*this, broadcast_view(source, sizes()));
-  scope.output(*this);
-  return *this;
+  return scope.output_in_place(*this);
 }
 
 void Tensor::set_data(const Tensor& other) {
@@ -102,8 +100,8 @@ void Tensor::set_data(const Tensor& other) {
 Scalar Tensor::item() const {
   KILN_CHECK(numel() == 1, "item: a tensor with {} elements (shape {}) cannot be converted to a Scalar", numel(),
              shape_str(sizes()));
-  OpScope scope("item", {this});
-  OpScope dense("_local_scalar_dense", {this});
+  OpScope scope(op::item, {this});
+  OpScope dense(op::_local_scalar_dense, {this});
   alignas(8) unsigned char bytes[8];
   detail::read_element(*this, bytes);
   Scalar result;
@@ -118,7 +116,7 @@ Scalar Tensor::item() const {
 }
 
 void Tensor::copy_to_host(void* out, DType dtype) const {
-  OpScope scope("to_vector", {this});
+  OpScope scope(op::to_vector, {this});
   if (numel() == 0) return;
   // A CPU tensor over the caller's buffer: copy_ converts, walks any strides and moves the
   // bytes across devices in one go, straight into it.

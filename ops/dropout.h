@@ -3,11 +3,17 @@
 // generator, so manual_seed makes it reproducible.
 #pragma once
 
+#include "../tensor/generator.h"
 #include "../tensor/tensor.h"
 
 namespace kiln {
 
 /// Inverted dropout with probability p in [0, 1]; returns x itself when !train or p == 0.
 Tensor dropout(const Tensor& x, double p = 0.5, bool train = true);
+
+namespace detail {
+/// dropout with the mask drawn from `state` (the recorded call; replay and backward use it).
+Tensor dropout_with_state(const Tensor& x, double p, bool train, PhiloxState state);
+}  // namespace detail
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 
 #include "../tensor/tensor.h"
 #include "kernels.h"
+#include "op_record.h"
 
 namespace kiln::detail {
 
@@ -16,7 +17,7 @@ struct Operand {
   Operand(const Scalar& s) : number(s) {}   // NOLINT: implicit by design
 };
 
-/// Runs binary op `op` named `name` on (a, b) with PyTorch semantics (see binary.h).
-Tensor binary_op(const char* name, BinaryOp op, const Operand& a, const Operand& b, const Scalar& alpha = 1);
+/// The shared path of the binary ops: op.code is the BinaryOp.
+Tensor binary_op(const OpDesc& op, const Operand& a, const Operand& b, const Scalar& alpha = 1);
 
 }  // namespace kiln::detail

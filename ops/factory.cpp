@@ -28,9 +28,12 @@ void check_grad_options(const char* op, const TensorOptions& options) {
              "{}: only floating point tensors can require gradients, got dtype {}", op, options.dtype());
 }
 
-Tensor filled(const char* op, const Shape& sizes, const Scalar& value, TensorOptions options) {
+Tensor filled(const OpDesc& desc, const Shape& sizes, const Scalar& value, TensorOptions options) {
+  const char* op = desc.name;
   check_grad_options(op, options);
-  OpScope scope(op, {});
+  // full records its value; zeros and ones imply theirs.
+  OpScope scope = desc.attrs.size() == 4 ? OpScope(desc, {}, sizes, value, options.dtype(), options.device())
+                                         : OpScope(desc, {}, sizes, options.dtype(), options.device());
   Tensor out = new_contiguous(sizes, options.dtype(), options.device(), op);
   dispatch::fill_kernels.get(op, options.device())(out, value);
   if (options.requires_grad()) out.requires_grad_(true);
@@ -49,9 +52,10 @@ void fill_random(const char* op, Tensor& t, RandomDist dist, double a, double b)
   if (!target.is_same(t)) t.copy_(target);
 }
 
-Tensor random_tensor(const char* op, const Shape& sizes, TensorOptions options, RandomDist dist) {
+Tensor random_tensor(const OpDesc& desc, const Shape& sizes, TensorOptions options, RandomDist dist) {
+  const char* op = desc.name;
   KILN_CHECK(is_floating(options.dtype()), "{}: random values need a floating dtype, got {}", op, options.dtype());
-  OpScope scope(op, {});
+  OpScope scope(desc, {}, sizes, options.dtype(), options.device());
   Tensor out = new_contiguous(sizes, options.dtype(), options.device(), op);
   fill_random(op, out, dist, 0.0, 1.0);  // uniform [0, 1) or standard normal
   if (options.requires_grad()) out.requires_grad_(true);
@@ -62,17 +66,17 @@ Tensor random_tensor(const char* op, const Shape& sizes, TensorOptions options, 
 
 Tensor empty(const Shape& sizes, TensorOptions options) {
   check_grad_options("empty", options);
-  OpScope scope("empty", {});
+  OpScope scope(op::empty, {}, sizes, options.dtype(), options.device());
   Tensor out = new_contiguous(sizes, options.dtype(), options.device(), "empty");
   if (options.requires_grad()) out.requires_grad_(true);
   return scope.output(out);
 }
 
-Tensor zeros(const Shape& sizes, TensorOptions options) { return filled("zeros", sizes, 0, options); }
-Tensor ones(const Shape& sizes, TensorOptions options) { return filled("ones", sizes, 1, options); }
+Tensor zeros(const Shape& sizes, TensorOptions options) { return filled(op::zeros, sizes, 0, options); }
+Tensor ones(const Shape& sizes, TensorOptions options) { return filled(op::ones, sizes, 1, options); }
 Tensor full(const Shape& sizes, const Scalar& value, TensorOptions options) {
   if (!options.has_dtype()) options = options.dtype(value.default_dtype());
-  return filled("full", sizes, value, options);
+  return filled(op::full, sizes, value, options);
 }
 
 Tensor eye(int64_t n, TensorOptions options) { return eye(n, n, options); }
@@ -80,7 +84,7 @@ Tensor eye(int64_t n, TensorOptions options) { return eye(n, n, options); }
 Tensor eye(int64_t n, int64_t m, TensorOptions options) {
   KILN_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got n={} m={}", n, m);
   check_grad_options("eye", options);
-  OpScope scope("eye", {});
+  OpScope scope(op::eye, {}, n, m, options.dtype(), options.device());
   Tensor out = new_contiguous({n, m}, options.dtype(), options.device(), "eye");
   const auto fill = dispatch::fill_kernels.get("eye", options.device());
   fill(out, 0);
@@ -116,7 +120,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   KILN_CHECK(length < 0x1p63, "arange: start={}, end={}, step={} give {} elements, more than int64 can count", start,
              end, step, length);
   const auto n = static_cast<int64_t>(length);
-  OpScope scope("arange", {});
+  OpScope scope(op::arange, {}, start, end, step, options.dtype(), options.device());
   Tensor out = new_contiguous({n}, options.dtype(), options.device(), "arange");
   dispatch::arange_kernels.get("arange", options.device())(out, s, d);
   if (options.requires_grad()) out.requires_grad_(true);
@@ -124,10 +128,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 }
 
 Tensor rand(const Shape& sizes, TensorOptions options) {
-  return random_tensor("rand", sizes, options, RandomDist::Uniform);
+  return random_tensor(op::rand, sizes, options, RandomDist::Uniform);
 }
 Tensor randn(const Shape& sizes, TensorOptions options) {
-  return random_tensor("randn", sizes, options, RandomDist::Normal);
+  return random_tensor(op::randn, sizes, options, RandomDist::Normal);
 }
 
 Tensor empty_like(const Tensor& t) {
@@ -161,7 +165,7 @@ Tensor from_buffer(const void* data, DType src_dtype, int64_t count, const Shape
   KILN_CHECK(count == numel, "from_vector: {} values cannot fill a tensor of shape {} ({} elements)", count,
              shape_str(sizes), numel);
   check_grad_options("from_vector", options);
-  OpScope scope("from_vector", {});
+  OpScope scope(op::from_vector, {}, sizes, options.dtype(), options.device());
   Tensor src = new_contiguous(sizes, src_dtype, Device::cpu(), "from_vector");
   if (count > 0) std::memcpy(src.data_ptr(), data, static_cast<size_t>(count) * element_size(src_dtype));
   Tensor out = src.to(options.device(), options.dtype());
@@ -199,33 +203,29 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOpt
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
-  OpScope scope("fill_", {this});
+  OpScope scope(op::fill_, {this}, value);
   dispatch::fill_kernels.get("fill_", device())(*this, value);
-  scope.output(*this);
-  return *this;
+  return scope.output_in_place(*this);
 }
 
 Tensor& Tensor::zero_() {
-  OpScope scope("zero_", {this});
+  OpScope scope(op::zero_, {this});
   dispatch::fill_kernels.get("zero_", device())(*this, 0);
-  scope.output(*this);
-  return *this;
+  return scope.output_in_place(*this);
 }
 
 Tensor& Tensor::uniform_(double from, double to) {
   KILN_CHECK(from <= to, "uniform_: expects from <= to, but got from={} to={}", from, to);
-  OpScope scope("uniform_", {this});
+  OpScope scope(op::uniform_, {this}, from, to);
   fill_random("uniform_", *this, RandomDist::Uniform, from, to);
-  scope.output(*this);
-  return *this;
+  return scope.output_in_place(*this);
 }
 
 Tensor& Tensor::normal_(double mean, double std) {
   KILN_CHECK(std >= 0.0, "normal_: expects std >= 0.0, but got std={}", std);
-  OpScope scope("normal_", {this});
+  OpScope scope(op::normal_, {this}, mean, std);
   fill_random("normal_", *this, RandomDist::Normal, mean, std);
-  scope.output(*this);
-  return *this;
+  return scope.output_in_place(*this);
 }
 
 }  // namespace kiln

@@ -154,20 +154,21 @@ void run_scatter(const char* name, ScatterMode mode, const Tensor& target, const
                                                        self.strides()[static_cast<size_t>(args.dim)], size);
 }
 
-Tensor& scatter_in_place(const char* name, ScatterMode mode, Tensor& x, int64_t dim, const Tensor& index,
+Tensor& scatter_in_place(const OpDesc& desc, ScatterMode mode, Tensor& x, int64_t dim, const Tensor& index,
                          const Tensor* src, const Scalar& value) {
+  const char* name = desc.name;
   const ScatterArgs args = check_scatter(name, mode, x, dim, index, src);
   check_no_overlap(name, x);
-  OpScope scope = src != nullptr ? OpScope(name, {&x, &index, src}) : OpScope(name, {&x, &index});
+  OpScope scope(desc, {&x, &index, src}, dim, src != nullptr ? std::optional<Scalar>() : value);
   run_scatter(name, mode, x, args, value);
-  scope.output(x);
-  return x;
+  return scope.output_in_place(x);
 }
 
-Tensor scatter_copy(const char* name, ScatterMode mode, const Tensor& x, int64_t dim, const Tensor& index,
+Tensor scatter_copy(const OpDesc& desc, ScatterMode mode, const Tensor& x, int64_t dim, const Tensor& index,
                     const Tensor* src, const Scalar& value) {
+  const char* name = desc.name;
   const ScatterArgs args = check_scatter(name, mode, x, dim, index, src);
-  OpScope scope = src != nullptr ? OpScope(name, {&x, &index, src}) : OpScope(name, {&x, &index});
+  OpScope scope(desc, {&x, &index, src}, dim, src != nullptr ? std::optional<Scalar>() : value);
   Tensor out = new_contiguous(x.sizes(), x.dtype(), x.device(), name);
   dispatch::copy_kernels.get(name, x.device())(out, x);
   run_scatter(name, mode, out, args, value);
@@ -186,7 +187,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   KILN_CHECK(x.dim() > 0 || index.numel() == 1,
              "{}: an index into a 0-dim tensor must have exactly 1 value, got {}", name, index.numel());
   const int64_t d = wrap_dim(dim, x.dim(), name);
-  OpScope scope(name, {&x, &index});
+  OpScope scope(op::index_select, {&x, &index}, dim);
   const Tensor idx = as_1d(int64_index(name, index, "an index"));
   const Tensor self = as_1d(x);
   const int64_t size = self.sizes()[static_cast<size_t>(d)];
@@ -217,7 +218,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
              "{}: index must have as many dimensions as self: index of shape {}, self of shape {}", name,
              shape_str(index.sizes()), shape_str(x.sizes()));
   check_sizes_within(name, idx, self, d, "self");
-  OpScope scope(name, {&x, &index});
+  OpScope scope(op::gather, {&x, &index}, dim);
   const int64_t size = self.sizes()[static_cast<size_t>(d)];
   check_index_range(name, idx, size, d, idx.sizes(), "index");
   Tensor out = new_contiguous(index.sizes(), x.dtype(), x.device(), name);
@@ -228,22 +229,22 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_in_place("scatter_", ScatterMode::Assign, x, dim, index, &src, 0);
+  return scatter_in_place(op::scatter_, ScatterMode::Assign, x, dim, index, &src, 0);
 }
 Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_in_place("scatter_", ScatterMode::Assign, x, dim, index, nullptr, value);
+  return scatter_in_place(op::scatter_, ScatterMode::Assign, x, dim, index, nullptr, value);
 }
 Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_in_place("scatter_add_", ScatterMode::Add, x, dim, index, &src, 0);
+  return scatter_in_place(op::scatter_add_, ScatterMode::Add, x, dim, index, &src, 0);
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_copy("scatter", ScatterMode::Assign, x, dim, index, &src, 0);
+  return scatter_copy(op::scatter, ScatterMode::Assign, x, dim, index, &src, 0);
 }
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_copy("scatter", ScatterMode::Assign, x, dim, index, nullptr, value);
+  return scatter_copy(op::scatter, ScatterMode::Assign, x, dim, index, nullptr, value);
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_copy("scatter_add", ScatterMode::Add, x, dim, index, &src, 0);
+  return scatter_copy(op::scatter_add, ScatterMode::Add, x, dim, index, &src, 0);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
@@ -254,7 +255,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
              "{}: expected a 2-D weight [num_embeddings, embedding_dim], got shape {} (the arguments are (weight, "
              "indices), as in torch.embedding)", name, shape_str(weight.sizes()));
   check_same_device(name, weight, indices, "indices", "weight");
-  OpScope scope(name, {&weight, &indices});
+  OpScope scope(op::embedding, {&weight, &indices});
   const Tensor idx = int64_index(name, indices, "indices");
   const int64_t rows = weight.sizes()[0], cols = weight.sizes()[1];
   check_index_range(name, idx, rows, 0, idx.sizes(), "indices");

@@ -54,7 +54,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   Shape out_shape = ref->sizes();
   out_shape[d] = total;
-  OpScope scope("cat", tensors);
+  OpScope scope(op::cat, tensors, d);
   Tensor out = new_contiguous(out_shape, rt.get(), device, "cat");
   const auto copy = dispatch::copy_kernels.get("cat", device);
   int64_t offset = 0;
@@ -87,7 +87,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
              "stack: {} tensors of shape {} stack to shape {}, which has too many elements (the element count "
              "overflows int64)",
              tensors.size(), shape_str(tensors[0].sizes()), shape_str(out_shape));
-  OpScope scope("stack", tensors);
+  OpScope scope(op::stack, tensors, d);
   std::vector<Tensor> expanded;
   expanded.reserve(tensors.size());
   for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));

@@ -21,8 +21,9 @@ enum class UnaryOp : uint8_t { Neg, Exp, Log, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, R
 /// out = op(in); in has out's dtype.
 using UnaryKernel = void (*)(UnaryOp op, const Tensor& out, const Tensor& in);
 
-/// Elementwise functions of two tensors; the comparisons write bool.
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, Eq, Ne, Lt, Le, Gt, Ge };
+/// Elementwise functions of two tensors; the comparisons (Eq and after) write bool.
+/// GeluBackward(grad, x) = grad * gelu'(x) (GeluTanhBackward: the tanh approximation's).
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Pow, GeluBackward, GeluTanhBackward, Eq, Ne, Lt, Le, Gt, Ge };
 /// out = op(a, b) (Add/Sub: a +- alpha * b). a and b share the compute dtype, which is
 /// out's dtype except for comparisons (out is bool).
 using BinaryKernel = void (*)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);

@@ -36,7 +36,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const int64_t n = shape_numel(normalized_shape, "layer_norm");
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
 
-  OpScope scope("layer_norm", {&x, &weight, &bias});
+  OpScope scope(op::layer_norm, {&x, &weight, &bias}, normalized_shape, eps);
   const Tensor in = x.contiguous();
   Tensor out = new_contiguous(x.sizes(), x.dtype(), device, "layer_norm");
   const Tensor mean = new_contiguous({rows}, DType::Float32, device, "layer_norm");

@@ -68,7 +68,7 @@ Tensor tensor(const NestedList& data, TensorOptions options) {
   const DType inferred =
       c.kind == Kind::Floating ? DType::Float32 : c.kind == Kind::Integral ? DType::Int64 : DType::Bool;
   if (!options.has_dtype()) options = options.dtype(inferred);
-  OpScope scope("tensor", {});
+  OpScope scope(op::tensor, {}, c.shape, options.dtype(), options.device());
   switch (c.kind) {
     case Kind::Floating: return scope.output(from_vector(c.floats, c.shape, options));
     case Kind::Integral: return scope.output(from_vector(c.ints, c.shape, options));

@@ -45,7 +45,7 @@ std::pair<Tensor, Tensor> flatten_classes(const Tensor& input, const Tensor& tar
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
   check_target("nll_loss", logp, target);
-  OpScope scope("nll_loss", {&logp, &target});
+  OpScope scope(op::nll_loss, {&logp, &target}, ignore_index);
   auto [rows, flat_target] = flatten_classes(logp, target);
   Tensor out = new_contiguous({}, logp.dtype(), logp.device(), "nll_loss");
   dispatch::nll_loss_kernels.get("nll_loss", logp.device())(out, rows.contiguous(),
@@ -55,7 +55,7 @@ Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) 
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
   check_target("cross_entropy", logits, target);
-  OpScope scope("cross_entropy", {&logits, &target});
+  OpScope scope(op::cross_entropy, {&logits, &target}, ignore_index);
   const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
   try {
     return scope.output(nll_loss(log_softmax(logits, class_dim), target, ignore_index));
@@ -75,7 +75,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   KILN_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()),
              "mse_loss: unsupported dtypes {} and {} (supported: float16, bfloat16, float32, float64)", input.dtype(),
              target.dtype());
-  OpScope scope("mse_loss", {&input, &target});
+  OpScope scope(op::mse_loss, {&input, &target});
   const Tensor diff = sub(input, target);
   return scope.output(mean(mul(diff, diff)));
 }

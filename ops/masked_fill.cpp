@@ -34,18 +34,17 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, const Scalar& value) {
     KILN_CHECK(x.strides()[d] != 0 || x.sizes()[d] <= 1,
                "masked_fill_: the tensor (shape {}, strides {}) has elements that share memory (an expanded view); "
                "call clone() on it first", shape_str(x.sizes()), shape_str(x.strides()));
-  OpScope scope("masked_fill_", {&x, &mask});
+  OpScope scope(op::masked_fill_, {&x, &mask}, value);
   // A mask sharing memory with x (a bool x masked by a view of itself) is read before any write.
   const Tensor m = mask.is_alias_of(x) ? mask.clone() : mask;
   dispatch::masked_fill_kernels.get("masked_fill_", x.device())(x, broadcast_view(m, shape), value);
-  scope.output(x);
-  return x;
+  return scope.output_in_place(x);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_mask("masked_fill", x, mask);
   const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
-  OpScope scope("masked_fill", {&x, &mask});
+  OpScope scope(op::masked_fill, {&x, &mask}, value);
   Tensor out = new_contiguous(shape, x.dtype(), x.device(), "masked_fill");
   dispatch::copy_kernels.get("masked_fill", x.device())(out, broadcast_view(x, shape));
   dispatch::masked_fill_kernels.get("masked_fill", x.device())(out, broadcast_view(mask, shape), value);

@@ -81,7 +81,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                "element count overflows int64)",
                shape_str(a.sizes()), shape_str(b.sizes()), shape_str(*s));
 
-  OpScope scope("matmul", {&a, &b});
+  OpScope scope(op::matmul, {&a, &b});
   const Tensor a3 = broadcast_view(
       new_view(a, as, a_vec ? Shape{0, a.strides()[0]} : a.strides(), a.storage_offset(), "matmul"), full_a);
   const Tensor b3 = broadcast_view(
@@ -101,7 +101,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
              shape_str(b.sizes()));
   KILN_CHECK(a.sizes()[1] == b.sizes()[0], "mm: shapes {} and {} cannot be multiplied ({} vs {})",
              shape_str(a.sizes()), shape_str(b.sizes()), a.sizes()[1], b.sizes()[0]);
-  OpScope scope("mm", {&a, &b});
+  OpScope scope(op::mm, {&a, &b});
   return scope.output(batched_gemm("mm", a, b));
 }
 
@@ -122,7 +122,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   const Shape target = broadcast_shapes(bias.sizes(), out_shape, "addmm");
   KILN_CHECK(target == out_shape, "addmm: bias of shape {} cannot be broadcast to the output shape {}",
              shape_str(bias.sizes()), shape_str(out_shape));
-  OpScope scope("addmm", {&bias, &a, &b});
+  OpScope scope(op::addmm, {&bias, &a, &b}, beta, alpha);
   Tensor out = new_contiguous(out_shape, a.dtype(), a.device(), "addmm");
   const double beta_v = beta.to_double();
   const int64_t n = out_shape[1];
@@ -158,7 +158,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                "linear: bias must have shape [{}] (out_features), got {}", out_features, shape_str(bias.sizes()));
     KILN_CHECK(bias.dtype() == x.dtype(), "linear: expected bias to have dtype {}, but got {}", x.dtype(), bias.dtype());
   }
-  OpScope scope("linear", {&x, &weight, &bias});
+  OpScope scope(op::linear, {&x, &weight, &bias});
   const Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, in_features});
   Tensor out2 = bias.defined() ? addmm(bias, x2, weight.t()) : mm(x2, weight.t());
   Shape out_shape = x.sizes();

@@ -1,20 +1,26 @@
 // Observer registry and the slow path of OpScope, both free of heap allocation per op call
-// (the profiler's cost per op is this path's cost):
+// (the profiler's cost per op is this path's cost), and where autograd hooks in:
 // - the registry is an immutable list, replaced whole (copy on write, under a mutex) when
 //   an observer is added or removed; an op reads the current list with one atomic load.
 //   Replaced lists are kept, never freed, because an op on another thread may still be
 //   walking one; they are a few pointers each and change only when a profiler (or another
 //   observer) starts or stops.
 // - an op's tensor inputs go on a per-thread stack that keeps its capacity; a scope holds
-//   its offset there and pops back to it when it ends (scopes end in reverse order).
+//   its offset there and pops back to it when it ends (scopes end in reverse order); its
+//   attribute values go on a second such stack.
+// - autograd records the outermost differentiable op only: while a recording scope is open,
+//   the ops it calls (linear's addmm, cross_entropy's log_softmax) record nothing, since the
+//   outer op's backward formula covers them. A composite op (no formula of its own) records
+//   nothing and lets the ops it calls record theirs.
 #include "op_scope.h"
 
 // Note [The eager fast path]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Every op opens an OpScope, and almost always nobody is watching (no profiler, no test
-// observer; later no capture, no grad). That case must stay within a small constant of
-// calling the kernel, so the inline constructor in op_scope.h reads one separate flag,
-// g_op_observers_active, with a relaxed load, and everything dearer (the per-thread input
+// observer, no capture, no input that requires grad). That case must stay within a small
+// constant of calling the kernel, so the inline constructor in op_scope.h reads one separate
+// flag, g_op_observers_active, with a relaxed load, one thread-local flag, and each input's
+// autograd pointer (null unless it ever required grad), and everything dearer (the per-thread input
 // stack, the depth, the observer list) sits behind [[unlikely]] in the functions below. A
 // bool rather than the list pointer: one byte compared at the top of every op, with no
 // ordering to pay while nothing is installed. Relaxed is enough: an observer is owed the ops
@@ -28,11 +34,15 @@
 #include <memory>
 #include <mutex>
 
+#include "autograd_hook.h"
+
 namespace kiln {
 
 namespace detail {
 std::atomic<bool> g_op_observers_active{false};
-}
+thread_local bool t_thread_observers_active = false;
+thread_local bool t_grad_enabled = true;
+}  // namespace detail
 
 namespace {
 
@@ -60,7 +70,17 @@ const ObserverList& current() {
 }
 
 thread_local int t_depth = 0;
-thread_local std::vector<const Tensor*> t_inputs;  // the open scopes' inputs, innermost last
+thread_local int t_grad_suppressed = 0;             // open scopes that record for the ops below them
+thread_local std::vector<const Tensor*> t_inputs;   // the open scopes' inputs, innermost last
+thread_local std::vector<AttrValue> t_attrs;        // the open scopes' attributes, innermost last
+thread_local ObserverList t_thread_observers;       // add_thread_op_observer()
+
+template <typename F>
+void for_each_observer(F&& f) {
+  if (detail::g_op_observers_active.load(std::memory_order_relaxed))
+    for (OpObserver* o : current()) f(o);
+  for (OpObserver* o : t_thread_observers) f(o);
+}
 
 }  // namespace
 
@@ -82,37 +102,92 @@ void remove_op_observer(OpObserver* observer) {
   publish(std::move(next));
 }
 
-void OpScope::begin(std::initializer_list<const Tensor*> inputs) {
+void add_thread_op_observer(OpObserver* observer) {
+  KILN_CHECK(observer != nullptr, "add_thread_op_observer: observer is null");
+  if (std::find(t_thread_observers.begin(), t_thread_observers.end(), observer) == t_thread_observers.end())
+    t_thread_observers.push_back(observer);
+  detail::t_thread_observers_active = true;
+}
+
+void remove_thread_op_observer(OpObserver* observer) {
+  std::erase(t_thread_observers, observer);
+  detail::t_thread_observers_active = !t_thread_observers.empty();
+}
+
+void OpScope::begin(std::initializer_list<const Tensor*> inputs, std::initializer_list<AttrValue> attrs) {
   inputs_begin_ = t_inputs.size();
-  for (const Tensor* t : inputs)
-    if (t != nullptr && t->defined()) t_inputs.push_back(t);  // numbers and absent optionals are not inputs
-  notify_begin();
+  for (const Tensor* t : inputs)  // every slot, null where absent: observers index by slot
+    t_inputs.push_back(t != nullptr && t->defined() ? t : nullptr);
+  notify_begin(attrs);
 }
 
-void OpScope::begin_list(const std::vector<Tensor>& inputs) {
+void OpScope::begin_list(const std::vector<Tensor>& inputs, std::initializer_list<AttrValue> attrs) {
   inputs_begin_ = t_inputs.size();
-  for (const Tensor& t : inputs)
-    if (t.defined()) t_inputs.push_back(&t);
-  notify_begin();
+  for (const Tensor& t : inputs) t_inputs.push_back(t.defined() ? &t : nullptr);
+  notify_begin(attrs);
 }
 
-std::span<const Tensor* const> OpScope::inputs() const {
-  return {t_inputs.data() + inputs_begin_, t_inputs.size() - inputs_begin_};
+OpCall OpScope::call(std::span<const Tensor> outs) const {
+  return OpCall{op_,
+                op_->name,
+                {t_inputs.data() + inputs_begin_, t_inputs.size() - inputs_begin_},
+                {t_attrs.data() + attrs_begin_, t_attrs.size() - attrs_begin_},
+                outs,
+                depth_};
 }
 
-void OpScope::notify_begin() {
+void OpScope::notify_begin(std::initializer_list<AttrValue> attrs) {
+  attrs_begin_ = t_attrs.size();
+  t_attrs.insert(t_attrs.end(), attrs.begin(), attrs.end());
+  depth_ = t_depth;
+  // Autograd: the outermost differentiable op with an input that requires grad, while grad
+  // mode is on. Non-differentiable ops also shield the ops they call. The check runs before
+  // the scope counts as open: when it throws (from the constructor, so no destructor runs)
+  // it leaves the per-thread stacks as it found them.
+  if (t_grad_suppressed == 0 && detail::t_grad_enabled && !op_->has(kOpComposite)) {
+    bool needs = false;
+    for (size_t i = inputs_begin_; i < t_inputs.size(); ++i)
+      if (t_inputs[i] != nullptr && t_inputs[i]->requires_grad()) needs = true;
+    if (needs) {
+      try {
+        detail::autograd_check(call({}));
+      } catch (...) {
+        t_inputs.resize(inputs_begin_);
+        t_attrs.resize(attrs_begin_);
+        throw;
+      }
+      grad_ = !op_->has(kOpNonDifferentiable);
+      ++t_grad_suppressed;
+      suppressing_ = true;
+    }
+  }
   active_ = true;
-  depth_ = t_depth++;
-  const OpCall call{name_, inputs(), {}, depth_};
-  for (OpObserver* o : current()) o->on_op_begin(call);
+  ++t_depth;
+  observers_ = detail::observed();
+  if (observers_) {
+    const OpCall c = call({});
+    for_each_observer([&](OpObserver* o) { o->on_op_begin(c); });
+  }
 }
 
 void OpScope::end(std::span<const Tensor> outs) {
   active_ = false;
   --t_depth;
-  const OpCall call{name_, inputs(), outs, depth_};
-  for (OpObserver* o : current()) o->on_op_end(call);
-  t_inputs.resize(inputs_begin_);
+  if (suppressing_) --t_grad_suppressed;
+  const OpCall c = call(outs);
+  if (op_->has(kOpInPlace) && !outs.empty() && outs[0].defined())
+    outs[0].unsafe_impl()->storage()->bump_version();
+  // Autograd first, so observers see outputs with their grad_fn. A failure here (an op's
+  // record that does not fit its call) is an internal error; the stacks are restored below.
+  struct Pop {
+    size_t inputs, attrs;
+    ~Pop() {
+      t_inputs.resize(inputs);
+      t_attrs.resize(attrs);
+    }
+  } pop{inputs_begin_, attrs_begin_};
+  if (grad_ && !outs.empty()) detail::autograd_record(c);
+  if (observers_) for_each_observer([&](OpObserver* o) { o->on_op_end(c); });
 }
 
 void OpScope::end_without_outputs() {

@@ -1,9 +1,11 @@
 // The op scope: the hook point every public op opens after validating its inputs and
-// before running its kernel. Observers (the profiler, graph capture, autograd, tests) see
-// each op's name, inputs and outputs, nested as the ops call one another.
+// before running its kernel. Observers (the profiler, graph capture, tests) and autograd see
+// each op's record (op_record.h): its descriptor, inputs by slot, attributes and outputs,
+// nested as the ops call one another.
 //
-// With no observer installed the scope costs one relaxed atomic load and a branch
-// (Note [The eager fast path], in op_scope.cpp); everything else sits behind [[unlikely]].
+// With no observer installed and no input requiring grad the scope costs one relaxed
+// atomic load, a thread-local load and a flag test per input (Note [The eager fast path],
+// in op_scope.cpp); everything else sits behind [[unlikely]].
 #pragma once
 
 #include <atomic>
@@ -11,17 +13,13 @@
 #include <span>
 #include <vector>
 
+#include "../tensor/autograd_meta.h"
 #include "../tensor/tensor.h"
+#include "grad_mode.h"
+#include "op_list.h"
+#include "op_record.h"
 
 namespace kiln {
-
-/// What an observer sees of one op call.
-struct OpCall {
-  const char* name;                       ///< "add", "linear", ...: a static string (the profiler keeps it)
-  std::span<const Tensor* const> inputs;  ///< tensor arguments, in signature order
-  std::span<const Tensor> outputs;        ///< empty in on_op_begin
-  int depth;                              ///< 0 for an op the user called, >0 when nested
-};
 
 /// Receives every op call while installed. Callbacks must not throw.
 class OpObserver {
@@ -37,23 +35,48 @@ class OpObserver {
 void add_op_observer(OpObserver* observer);
 /// Removes an installed observer.
 void remove_op_observer(OpObserver* observer);
+/// Installs an observer for the calling thread only (graph capture, a test's recorder).
+void add_thread_op_observer(OpObserver* observer);
+/// Removes an observer installed for the calling thread.
+void remove_thread_op_observer(OpObserver* observer);
 
 namespace detail {
 extern std::atomic<bool> g_op_observers_active;
+extern thread_local bool t_thread_observers_active;
+
+// Does any input need autograd? (The fast path's per-input test.)
+inline bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t != nullptr && t->defined() && t->requires_grad()) [[unlikely]]
+      return true;
+  return false;
 }
+inline bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) [[unlikely]]
+      return true;
+  return false;
+}
+inline bool observed() {
+  return g_op_observers_active.load(std::memory_order_relaxed) || t_thread_observers_active;
+}
+}  // namespace detail
 
 /// RAII scope for one op call; see the file comment.
 class OpScope {
  public:
-  /// Opens the scope for op `name` (a static string) with its tensor inputs.
-  OpScope(const char* name, std::initializer_list<const Tensor*> inputs) : name_(name) {
-    if (detail::g_op_observers_active.load(std::memory_order_relaxed)) [[unlikely]]
-      begin(inputs);
+  /// Opens the scope for `op` with one tensor per input slot (null where an optional input
+  /// is absent or the argument is a number) and its attribute values, in slot order.
+  template <typename... Attrs>
+  OpScope(const OpDesc& op, std::initializer_list<const Tensor*> inputs, const Attrs&... attrs) : op_(&op) {
+    if (detail::observed() || detail::any_requires_grad(inputs)) [[unlikely]]
+      begin(inputs, {detail::to_attr(attrs)...});
   }
-  /// Opens the scope for an op whose tensor inputs are a list (cat, stack).
-  OpScope(const char* name, const std::vector<Tensor>& inputs) : name_(name) {
-    if (detail::g_op_observers_active.load(std::memory_order_relaxed)) [[unlikely]]
-      begin_list(inputs);
+  /// Opens the scope for a variadic op (cat, stack): its inputs are a list.
+  template <typename... Attrs>
+  OpScope(const OpDesc& op, const std::vector<Tensor>& inputs, const Attrs&... attrs) : op_(&op) {
+    if (detail::observed() || detail::any_requires_grad(inputs)) [[unlikely]]
+      begin_list(inputs, {detail::to_attr(attrs)...});
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
@@ -68,24 +91,39 @@ class OpScope {
       end(std::span<const Tensor>(&out, 1));
     return out;
   }
+  /// Records the output of an in-place op (its first input) and returns it.
+  Tensor& output_in_place(Tensor& self) {
+    if (active_) [[unlikely]]
+      end(std::span<const Tensor>(&self, 1));
+    return self;
+  }
   /// Records several outputs.
   void outputs(std::span<const Tensor> outs) {
     if (active_) [[unlikely]]
       end(outs);
   }
+  /// Records that the op produced no tensor (item, equal, record_stream).
+  void done() {
+    if (active_) [[unlikely]]
+      end({});
+  }
 
  private:
-  void begin(std::initializer_list<const Tensor*> inputs);
-  void begin_list(const std::vector<Tensor>& inputs);
-  void notify_begin();
+  void begin(std::initializer_list<const Tensor*> inputs, std::initializer_list<AttrValue> attrs);
+  void begin_list(const std::vector<Tensor>& inputs, std::initializer_list<AttrValue> attrs);
+  void notify_begin(std::initializer_list<AttrValue> attrs);
   void end(std::span<const Tensor> outs);
   void end_without_outputs();
-  std::span<const Tensor* const> inputs() const;  // this scope's part of the per-thread input stack
+  OpCall call(std::span<const Tensor> outs) const;
 
-  const char* name_;
+  const OpDesc* op_;
   bool active_ = false;
+  bool observers_ = false;  // observers were told of the begin
+  bool grad_ = false;        // autograd records this call
+  bool suppressing_ = false; // nested ops record nothing (this op's backward covers them)
   int depth_ = 0;
   size_t inputs_begin_ = 0;  // where this scope's inputs start on the per-thread stack
+  size_t attrs_begin_ = 0;   // where its attributes start on the per-thread attribute stack
 };
 
 }  // namespace kiln

@@ -44,10 +44,12 @@ DType output_dtype(ReduceOp op, DType in, const char* name) {
   return in;
 }
 
-// An empty `dims` reduces every dim. `name` is what the user called (amax for an amax call,
-// so errors and profiles say amax); it defaults to the ReduceOp's own name.
-Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim, const char* name = nullptr) {
-  if (name == nullptr) name = reduce_op_name(op);
+// An empty `dims` reduces every dim. `desc` is what the user called (amax for an amax call,
+// so errors and profiles say amax); its code is the ReduceOp. argmax and argmin record their
+// one dim (None for all).
+Tensor reduce(const OpDesc& desc, const Tensor& x, const Shape& dims, bool keepdim) {
+  const auto op = static_cast<ReduceOp>(desc.code);
+  const char* name = desc.name;
   check_defined(name, x);
   const int64_t nd = x.dim();
   std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());
@@ -80,7 +82,9 @@ Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim, con
     perm_strides.push_back(x.strides()[d]);
     ++reduced_count;
   }
-  OpScope scope(name, {&x});
+  const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  OpScope scope = arg ? OpScope(desc, {&x}, dims.empty() ? std::optional<int64_t>() : dims[0], keepdim)
+                      : OpScope(desc, {&x}, dims, keepdim);
   const Tensor permuted = new_view(x, perm_sizes, perm_strides, x.storage_offset());
   Tensor out = new_contiguous(out_sizes, out_dtype, x.device(), name);
   dispatch::reduce_kernels.get(name, x.device())(op, out, permuted, reduced_count);
@@ -90,23 +94,23 @@ Tensor reduce(ReduceOp op, const Tensor& x, const Shape& dims, bool keepdim, con
 
 }  // namespace
 
-Tensor sum(const Tensor& x) { return reduce(ReduceOp::Sum, x, {}, false); }
-Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Sum, x, dims, keepdim); }
-Tensor mean(const Tensor& x) { return reduce(ReduceOp::Mean, x, {}, false); }
-Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Mean, x, dims, keepdim); }
-Tensor max(const Tensor& x) { return reduce(ReduceOp::Max, x, {}, false); }
-Tensor max(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Max, x, dims, keepdim); }
-Tensor min(const Tensor& x) { return reduce(ReduceOp::Min, x, {}, false); }
-Tensor min(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(ReduceOp::Min, x, dims, keepdim); }
+Tensor sum(const Tensor& x) { return reduce(op::sum, x, {}, false); }
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(op::sum, x, dims, keepdim); }
+Tensor mean(const Tensor& x) { return reduce(op::mean, x, {}, false); }
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(op::mean, x, dims, keepdim); }
+Tensor max(const Tensor& x) { return reduce(op::max, x, {}, false); }
+Tensor max(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(op::max, x, dims, keepdim); }
+Tensor min(const Tensor& x) { return reduce(op::min, x, {}, false); }
+Tensor min(const Tensor& x, const Shape& dims, bool keepdim) { return reduce(op::min, x, dims, keepdim); }
 Tensor amax(const Tensor& x, const Shape& dims, bool keepdim) {
-  return reduce(ReduceOp::Max, x, dims, keepdim, "amax");
+  return reduce(op::amax, x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, const Shape& dims, bool keepdim) {
-  return reduce(ReduceOp::Min, x, dims, keepdim, "amin");
+  return reduce(op::amin, x, dims, keepdim);
 }
-Tensor argmax(const Tensor& x) { return reduce(ReduceOp::ArgMax, x, {}, false); }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return reduce(ReduceOp::ArgMax, x, {dim}, keepdim); }
-Tensor argmin(const Tensor& x) { return reduce(ReduceOp::ArgMin, x, {}, false); }
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return reduce(ReduceOp::ArgMin, x, {dim}, keepdim); }
+Tensor argmax(const Tensor& x) { return reduce(op::argmax, x, {}, false); }
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return reduce(op::argmax, x, {dim}, keepdim); }
+Tensor argmin(const Tensor& x) { return reduce(op::argmin, x, {}, false); }
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return reduce(op::argmin, x, {dim}, keepdim); }
 
 }  // namespace kiln

@@ -225,8 +225,8 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
   if (device == this->device()) return *this;
   KILN_CHECK(cuda::is_built(), "to: cannot move a tensor from {} to {}: this build of Kiln has no CUDA support",
              this->device().str(), device.str());
-  OpScope scope("to", {this});
-  OpScope to_copy("_to_copy", {this});
+  OpScope scope(op::to, {this}, device, dtype(), non_blocking);
+  OpScope to_copy(op::_to_copy, {this}, device, dtype(), non_blocking);
   // As PyTorch: a non_blocking copy to the host lands in pinned memory, which the DMA writes
   // asynchronously (into pageable memory the driver would wait for it).
   Tensor out = non_blocking && device.is_cpu() ? detail::new_pinned(sizes(), dtype(), "to")
@@ -239,7 +239,7 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
 Tensor Tensor::to(Device device, DType dtype, bool non_blocking) const {
   if (device == this->device()) return to(dtype);
   if (dtype == this->dtype()) return to(device, non_blocking);
-  OpScope scope("to", {this});
+  OpScope scope(op::to, {this}, device, dtype, non_blocking);
   // The conversion runs on the GPU: before a move to the host (whose non_blocking result
   // cannot be read yet), after a move to the device.
   Tensor out = device.is_cpu() ? to(dtype).to(device, non_blocking) : to(device, non_blocking).to(dtype);
@@ -276,13 +276,13 @@ Tensor Tensor::pin_memory() const {
   KILN_CHECK(cuda::is_built(), "pin_memory: this build of Kiln has no CUDA support");
   KILN_CHECK(cuda::is_available(), "pin_memory: no CUDA GPU is visible on this machine");
   if (is_pinned()) return *this;
-  OpScope scope("pin_memory", {this});
-  OpScope pin("_pin_memory", {this});
+  OpScope scope(op::pin_memory, {this});
+  OpScope pin(op::_pin_memory, {this});
   Tensor out = detail::new_pinned(sizes(), dtype(), "pin_memory");
   {
-    OpScope copy("copy_", {&out, this});
+    OpScope copy(op::copy_, {&out, this}, false);
     detail::host_copy(out, *this);
-    copy.output(out);
+    copy.done();
   }
   pin.output(out);
   return scope.output(out);
@@ -301,7 +301,7 @@ void Tensor::record_stream(const Stream& stream) const {
                "(Kiln's pinned host cache); this tensor's memory is {}",
                storage.origin() == StorageOrigin::External ? "the caller's (from_blob)" : "pageable");
   }
-  OpScope scope("record_stream", {this});
+  OpScope scope(op::record_stream, {this});
   // No memory (zero bytes), or memory Kiln does not own (PyTorch skips it too): nothing to keep.
   if (storage.data() == nullptr || storage.origin() == StorageOrigin::External) return;
   if (device().is_cuda())

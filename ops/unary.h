@@ -30,6 +30,8 @@ Tensor relu(const Tensor& x);
 /// GELU: x * Phi(x) with the exact erf ("none", the default) or PyTorch's tanh
 /// approximation ("tanh").
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+/// grad * gelu'(x): GELU's backward ("none" or "tanh", as the forward), same shapes, floating.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, std::string_view approximate = "none");
 /// SiLU (swish): x * sigmoid(x).
 Tensor silu(const Tensor& x);
 

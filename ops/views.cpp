@@ -33,13 +33,13 @@ Tensor Tensor::view(const Shape& shape) const {
              "view: size {} is not compatible with input tensor's size {} and stride {} (at least one dimension "
              "spans across two contiguous subspaces); use reshape() instead",
              shape_str(sizes_out), shape_str(sizes()), shape_str(strides()));
-  OpScope scope("view", {this});
+  OpScope scope(op::view, {this}, shape);
   return finish(scope, "view", *this, sizes_out, std::move(*st), storage_offset());
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape sizes_out = infer_shape(shape, numel(), "reshape");
-  OpScope scope("reshape", {this});
+  OpScope scope(op::reshape, {this}, shape);
   if (auto st = view_strides(sizes(), strides(), sizes_out, "reshape"))
     return finish(scope, "reshape", *this, sizes_out, std::move(*st), storage_offset());
   const Tensor dense = clone();
@@ -48,7 +48,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   const int64_t d0 = wrap_dim(dim0, dim(), "transpose"), d1 = wrap_dim(dim1, dim(), "transpose");
-  OpScope scope("transpose", {this});
+  OpScope scope(op::transpose, {this}, dim0, dim1);
   Shape sz = sizes(), st = strides();
   if (dim() > 0) {
     std::swap(sz[d0], sz[d1]);
@@ -60,11 +60,9 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
 Tensor Tensor::t() const {
   KILN_CHECK(dim() <= 2, "t: expects a tensor with <= 2 dimensions, but got a {}-D tensor of shape {}", dim(),
              shape_str(sizes()));
-  if (dim() < 2) {
-    OpScope scope("t", {this});
-    return finish(scope, "t", *this, sizes(), strides(), storage_offset());
-  }
-  return transpose(0, 1);
+  OpScope scope(op::t, {this});
+  if (dim() < 2) return finish(scope, "t", *this, sizes(), strides(), storage_offset());
+  return scope.output(transpose(0, 1));  // nested, as aten::t calls aten::transpose
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
@@ -80,7 +78,7 @@ Tensor Tensor::permute(const Shape& dims) const {
     sz[i] = sizes()[d];
     st[i] = strides()[d];
   }
-  OpScope scope("permute", {this});
+  OpScope scope(op::permute, {this}, dims);
   return finish(scope, "permute", *this, sz, st, storage_offset());
 }
 
@@ -104,7 +102,7 @@ Tensor Tensor::narrow(int64_t dim_, int64_t start, int64_t length) const {
   KILN_CHECK(length >= 0, "narrow: length must be non-negative, got {}", length);
   KILN_CHECK(length <= size_d - start,  // not start + length, which can overflow
              "narrow: start ({}) + length ({}) exceeds dimension size ({}) of dim {}", start, length, size_d, d);
-  OpScope scope("narrow", {this});
+  OpScope scope(op::narrow, {this}, dim_, start, length);
   Shape sz = sizes();
   sz[d] = length;
   return finish(scope, "narrow", *this, sz, strides(), storage_offset() + start * strides()[d]);
@@ -130,7 +128,7 @@ Tensor Tensor::slice(int64_t dim_, int64_t start, int64_t end, int64_t step) con
              "slice: stride {} times step {} overflows int64 in bytes (sizes {}, strides {})", st[d], step,
              shape_str(sizes()), shape_str(strides()));
   if (stepped) st[d] = *stepped;
-  OpScope scope("slice", {this});
+  OpScope scope(op::slice, {this}, d, start, end, step);
   return finish(scope, "slice", *this, sz, st, storage_offset() + start * strides()[d]);
 }
 
@@ -140,7 +138,7 @@ Tensor Tensor::select(int64_t dim_, int64_t index) const {
   const int64_t n = sizes()[d];
   KILN_CHECK(index >= -n && index < n, "select: index {} is out of bounds for dimension {} with size {}", index, d, n);
   if (index < 0) index += n;
-  OpScope scope("select", {this});
+  OpScope scope(op::select, {this}, dim_, index);
   Shape sz = sizes(), st = strides();
   const int64_t offset = storage_offset() + index * st[d];
   sz.erase(sz.begin() + d);
@@ -158,12 +156,12 @@ Tensor Tensor::unsqueeze(int64_t dim_) const {
   const int64_t new_stride = d < dim() ? scaled_stride(sz[d], st[d], element_size()).value_or(1) : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  OpScope scope("unsqueeze", {this});
+  OpScope scope(op::unsqueeze, {this}, dim_);
   return finish(scope, "unsqueeze", *this, sz, st, storage_offset());
 }
 
 Tensor Tensor::squeeze() const {
-  OpScope scope("squeeze", {this});
+  OpScope scope(op::squeeze, {this}, std::optional<int64_t>());
   Shape sz, st;
   for (int64_t d = 0; d < dim(); ++d) {
     if (sizes()[d] == 1) continue;
@@ -175,7 +173,7 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int64_t dim_) const {
   const int64_t d = wrap_dim(dim_, dim(), "squeeze");
-  OpScope scope("squeeze", {this});
+  OpScope scope(op::squeeze, {this}, std::optional<int64_t>(dim_));
   Shape sz = sizes(), st = strides();
   if (dim() > 0 && sz[d] == 1) {
     sz.erase(sz.begin() + d);
@@ -216,7 +214,7 @@ Tensor Tensor::expand(const Shape& target) const {
   }
   // Stride-0 dims make any size free in memory, but the element count must still fit int64.
   shape_numel(sz, "expand");
-  OpScope scope("expand", {this});
+  OpScope scope(op::expand, {this}, target);
   return finish(scope, "expand", *this, sz, st, storage_offset());
 }
 
@@ -245,8 +243,13 @@ Tensor Tensor::as_strided(const Shape& sz, const Shape& st, int64_t offset) cons
   KILN_CHECK(extent <= capacity,
              "as_strided: sizes {} strides {} offset {} reach element {}, but the storage holds {} elements",
              shape_str(sz), shape_str(st), offset, extent - 1, capacity);
-  OpScope scope("as_strided", {this});
+  OpScope scope(op::as_strided, {this}, sz, st, offset);
   return finish(scope, "as_strided", *this, sz, st, offset);
+}
+
+Tensor Tensor::detach() const {
+  OpScope scope(op::detach, {this});
+  return scope.output(new_view(*this, sizes(), strides(), storage_offset(), "detach"));
 }
 
 }  // namespace kiln

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "../ops/op_record.h"
+
 namespace kiln::profiler {
 
 /// The kind of an event; kernels, memcpys and memsets run on a device.
@@ -22,7 +24,7 @@ enum class EventKind : uint8_t { CpuOp, UserScope, Kernel, Memcpy, Memset };
 inline bool on_device(EventKind kind) { return kind >= EventKind::Kernel; }
 
 /// The arithmetic an op's FLOPs run in (with_flops), which picks the device's peak rate.
-enum class MathKind : uint8_t { None, Float64, Float32, TF32, Half /* float16 and bfloat16 */ };
+using kiln::MathKind;  // ops/op_record.h: the arithmetic of an op's FLOPs
 
 /// One recorded interval.
 struct ProfileEvent {

@@ -34,7 +34,9 @@ class OpRecorder final : public OpObserver {
     std::vector<std::vector<int64_t>> shapes;
     if (record_shapes.load(std::memory_order_relaxed)) {
       shapes.reserve(call.inputs.size());
-      for (const Tensor* t : call.inputs) shapes.emplace_back(t->sizes().begin(), t->sizes().end());
+      for (const Tensor* t : call.inputs)  // an absent optional input shows as [], as in PyTorch
+        if (t != nullptr) shapes.emplace_back(t->sizes().begin(), t->sizes().end());
+        else shapes.emplace_back();
     }
     t_handles.push_back(Collector::instance().begin_op(call.name, std::move(shapes)));
   }
@@ -43,7 +45,7 @@ class OpRecorder final : public OpObserver {
     const int64_t handle = t_handles.back();
     t_handles.pop_back();
     if (with_flops.load(std::memory_order_relaxed) && handle >= 0) {
-      const OpCost cost = op_cost(call.name, call.inputs, call.outputs);
+      const OpCost cost = op_cost(call);
       Collector::instance().set_cost(handle, cost.flops, cost.bytes, cost.math);
     }
     Collector::instance().end(handle);

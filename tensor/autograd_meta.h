@@ -32,6 +32,8 @@ struct AutogradMeta {
   bool retains_grad = false;                 ///< a non-leaf whose .grad() is kept (retain_grad())
   std::vector<TensorHook> hooks;             ///< register_hook(), run in order on the gradient
   std::weak_ptr<autograd::Node> grad_accumulator;  ///< a leaf's accumulation node, while a graph uses it
+  bool is_view = false;                      ///< made by a view op from a tensor that requires grad
+  uint32_t view_version = 0;                 ///< its storage's version when the view was made
 };
 
 }  // namespace kiln

@@ -394,6 +394,8 @@ class Tensor {
 
   /// The impl, for Kiln's internals.
   TensorImpl* unsafe_impl() const { return impl_.get(); }
+  /// The owning impl pointer, for Kiln's internals (autograd keeps weak references).
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:
   /// Writes every element, converted to `dtype`, densely into `out` (the op "to_vector").

@@ -117,8 +117,11 @@ TEST_CASE("Linear forward equals x @ W^T + b") {
   // float32 with parameters overwritten in place (grid values: exact products), which the
   // forward pass must see through the registered handles.
   nn::Linear f32(9, 3);
-  f32.weight.copy_(grid({3, 9}));
-  f32.bias.copy_(grid({3}));
+  {
+    NoGradGuard no_grad;  // parameters are leaves that require grad: writes go under no_grad, as in PyTorch
+    f32.weight.copy_(grid({3, 9}));
+    f32.bias.copy_(grid({3}));
+  }
   const Tensor x = grid({4, 9});
   check_close(f32(x), reference_linear(x, f32.weight, f32.bias), {4, 3});
   // A transposed (non-contiguous) input.

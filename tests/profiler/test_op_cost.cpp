@@ -66,9 +66,15 @@ TEST_CASE("op_cost: matrix products, elementwise ops, reductions, softmax, layer
 
 TEST_CASE("op_cost: the FLOPs' arithmetic comes from the first floating input") {
   using profiler::op_cost;
-  auto math = [](const char* name, std::initializer_list<const Tensor*> inputs, const Tensor& out) {
+  // A call of op `name` as an observer sees it (the op's record, inputs by slot, outputs).
+  auto call_of = [](const char* name, const std::vector<const Tensor*>& in, const Tensor& out) {
+    const OpDesc* op = find_op(name);
+    REQUIRE(op != nullptr);
+    return OpCall{op, op->name, in, {}, std::span<const Tensor>(&out, 1), 0};
+  };
+  auto math = [&](const char* name, std::initializer_list<const Tensor*> inputs, const Tensor& out) {
     const std::vector<const Tensor*> in(inputs);
-    return op_cost(name, in, std::span<const Tensor>(&out, 1)).math;
+    return op_cost(call_of(name, in, out)).math;
   };
   const Tensor a32 = randn({4, 8}), b32 = randn({8, 3}), bias32 = randn({3});
   const Tensor a64 = randn({4, 8}, kFloat64), b64 = randn({8, 3}, kFloat64);
@@ -89,7 +95,7 @@ TEST_CASE("op_cost: the FLOPs' arithmetic comes from the first floating input") 
   CHECK(math("add", {&i32, &a16}, zeros({4, 8}, kFloat16)) == MathKind::Half);
   CHECK(math("add", {&i32, &i32}, i32_out) == MathKind::None);
   const std::vector<const Tensor*> ints = {&i32, &i32};
-  CHECK(op_cost("add", ints, std::span<const Tensor>(&i32_out, 1)).flops == 32);
+  CHECK(op_cost(call_of("add", ints, i32_out)).flops == 32);
   // No FLOPs, no arithmetic: views, copies, linear (its addmm child carries the work).
   CHECK(math("view", {&a32}, out48) == MathKind::None);
   CHECK(math("linear", {&a32, &b32, &bias32}, out43) == MathKind::None);

@@ -62,7 +62,8 @@ TEST_CASE("profiler: ops and scopes between start and stop, nested, with shapes"
   CHECK(mul_event->end_ns <= forward->end_ns);
   CHECK(add_event->end_ns <= mul_event->start_ns);
   CHECK(add_event->input_shapes == std::vector<std::vector<int64_t>>{{2, 3}, {2, 3}});
-  CHECK(mul_event->input_shapes == std::vector<std::vector<int64_t>>{{2, 3}});  // a number is not an input
+  // A number operand's slot shows as [], as in PyTorch's Input Shapes.
+  CHECK(mul_event->input_shapes == std::vector<std::vector<int64_t>>{{2, 3}, {}});
 
   const profiler::KeyAverages k = prof.key_averages();
   const std::string t = k.table({.sort_by = "cpu_time_total"});

@@ -1,0 +1,24 @@
+// The backward engine: runs the graph from some roots to the leaves (backward()) or to
+// given inputs (grad()), one thread, nodes in dependency order (a node runs once every
+// gradient for it has arrived; among ready nodes the latest-created first, as PyTorch).
+#pragma once
+
+#include <vector>
+
+#include "../tensor/tensor.h"
+
+namespace kiln::autograd {
+
+/// Backpropagates from `outputs` (scalars, or with one gradient each in `grad_outputs`)
+/// into the .grad() of every leaf that requires grad.
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs = {},
+              bool retain_graph = false, bool create_graph = false);
+
+/// The gradients of `outputs` with respect to `inputs`, returned rather than accumulated
+/// (torch.autograd.grad). An input the outputs do not depend on is an error unless
+/// allow_unused (then its gradient is undefined).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, bool allow_unused = false);
+
+}  // namespace kiln::autograd
