@@ -30,6 +30,7 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_progress(const ProgressState& state, int width) {
+  width = std::max(width, 1);
   const int64_t total = std::max<int64_t>(state.total, 0);
   const int64_t step = std::clamp<int64_t>(state.step, 0, total);
   const int64_t filled = total > 0 ? width * step / total : width;

@@ -40,7 +40,7 @@ struct ProgressState {
   bool done = false;       // the last line: elapsed time instead of ETA
 };
 
-/// The line for `state` with a bar of `width` cells (no '\r' or newline).
+/// The line for `state` with a bar of `width` cells (at least 1; no '\r' or newline).
 std::string format_progress(const ProgressState& state, int width);
 /// 12345 -> "12,345".
 std::string group_thousands(int64_t value);

@@ -68,6 +68,8 @@ TEST_CASE("format_progress: the bar, counts, loss, rate and ETA") {
   CHECK(format_progress(start, 4) == "[>   ] 0/4 loss 0.0000 - samples/s ETA -");
   ProgressState last{.step = 4, .total = 4, .samples = 8, .elapsed = 1};
   CHECK(format_progress(last, 4) == "[====] 4/4 loss 0.0000 8 samples/s ETA 0.0s");
+  ProgressState half{.step = 1, .total = 2};
+  CHECK(format_progress(half, 0) == "[>] 1/2 loss 0.0000 - samples/s ETA 0.0s");  // at least one cell
   ProgressState empty{.total = 0};
   CHECK(format_progress(empty, 3) == "[===] 0/0 loss 0.0000 - samples/s ETA -");
 }
