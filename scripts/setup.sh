@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs Kiln's build dependencies when they are missing (Debian 12 / Ubuntu 24.04):
-# a C++20 compiler, CMake, Make, Eigen, fmt, doctest and nlohmann-json (Ninja too, for
-# faster builds).
+# a C++20 compiler, CMake, Make, Eigen, fmt, doctest, nlohmann-json and zlib (Ninja too, for
+# faster builds); and, optionally, the Fashion-MNIST data set the training example reads
+# (Debian's dataset-fashion-mnist, /usr/share/datasets/fashion-mnist): without it everything
+# still builds and the tests that need it skip, so failing to install it is only a warning.
+# A copy staged in data/fashion-mnist (scripts/stage_fashion_mnist.sh) counts as installed;
+# KILN_SETUP_DATA=0 skips the data set (an offline machine without a staged copy).
 # Uses apt-get (through sudo when not root) and says what it installs; a second run
 # finds everything present and does nothing.
 set -euo pipefail
 
 # package -> how to tell the dependency is already usable: a command on PATH ("cmd:NAME") or
-# a header in the usual include folders ("hdr:PATH"). This also covers machines where the
-# tools or headers came from somewhere other than a .deb (a pip CMake, a source install).
+# a header in the usual include folders ("hdr:PATH"), or a file ("file:PATH|PATH...", the
+# first that exists; relative paths start at the repository root). This
+# also covers machines where the tools or headers came from somewhere other than a .deb (a
+# pip CMake, a source install).
 declare -A probe=(
   [g++]=cmd:g++
   [make]=cmd:make
@@ -18,13 +24,25 @@ declare -A probe=(
   [libfmt-dev]=hdr:fmt/format.h
   [doctest-dev]=hdr:doctest/doctest.h
   [nlohmann-json3-dev]=hdr:nlohmann/json.hpp
+  [zlib1g-dev]=hdr:zlib.h
+  [dataset-fashion-mnist]="file:/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz|data/fashion-mnist/t10k-labels-idx1-ubyte.gz"
 )
-order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev nlohmann-json3-dev ninja-build)
+order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev ninja-build)
+optional=(dataset-fashion-mnist)
+[[ ${KILN_SETUP_DATA:-1} == 0 ]] && optional=()
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 have() {
   local pkg=$1 kind=${probe[$1]%%:*} what=${probe[$1]#*:}
   if [[ $kind == cmd ]]; then
     command -v "$what" >/dev/null 2>&1 && return 0
+  elif [[ $kind == file ]]; then
+    local path
+    IFS='|' read -ra paths <<< "$what"
+    for path in "${paths[@]}"; do
+      [[ $path == /* ]] || path=$root/$path
+      [[ -e $path ]] && return 0
+    done
   else
     for dir in /usr/include /usr/local/include; do [[ -e $dir/$what ]] && return 0; done
   fi
@@ -36,9 +54,20 @@ missing=()
 for pkg in "${order[@]}"; do
   have "$pkg" || missing+=("$pkg")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+missing_optional=()
+for pkg in "${optional[@]}"; do
+  have "$pkg" || missing_optional+=("$pkg")
+done
+[[ ${#missing[@]} -eq 0 && ${#missing_optional[@]} -eq 0 ]] && exit 0
+
+# Optional packages that cannot be installed are reported, not fatal.
+skip_optional() {
+  echo "setup: could not install ${missing_optional[*]} ($1); the tests that read Fashion-MNIST will skip" >&2
+  missing_optional=()
+}
 
 if ! command -v apt-get >/dev/null 2>&1; then
+  if [[ ${#missing[@]} -eq 0 ]]; then skip_optional "no apt-get"; exit 0; fi
   echo "setup: missing build dependencies: ${missing[*]}" >&2
   echo "setup: this machine has no apt-get; install them with your package manager and run again." >&2
   exit 1
@@ -47,15 +76,28 @@ fi
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then
   if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    if [[ ${#missing[@]} -eq 0 ]]; then skip_optional "need root or sudo"; exit 0; fi
     echo "setup: need root (or sudo) to install: ${missing[*]}" >&2
     exit 1
   fi
 fi
 
-echo "setup: installing missing build dependencies: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}"; then
+refreshed=false
+# Installs the given packages; on failure refreshes the package lists once and tries again.
+install() {
+  $sudo apt-get install -y --no-install-recommends "$@" && return 0
+  $refreshed && return 1
   echo "setup: refreshing the package lists and trying again"
-  $sudo apt-get update
-  $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+  refreshed=true
+  $sudo apt-get update && $sudo apt-get install -y --no-install-recommends "$@"
+}
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "setup: installing missing build dependencies: ${missing[*]}"
+  install "${missing[@]}"
+fi
+if [[ ${#missing_optional[@]} -gt 0 ]]; then
+  echo "setup: installing optional data: ${missing_optional[*]}"
+  install "${missing_optional[@]}" || skip_optional "apt-get failed"
 fi
