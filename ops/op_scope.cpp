@@ -5,9 +5,10 @@
 //   Replaced lists are kept, never freed, because an op on another thread may still be
 //   walking one; they are a few pointers each and change only when a profiler (or another
 //   observer) starts or stops.
-// - an op's tensor inputs go on a per-thread stack that keeps its capacity; a scope holds
-//   its offset there and pops back to it when it ends (scopes end in reverse order); its
-//   attribute values go on a second such stack.
+// - an op's tensor inputs go on a per-thread stack that keeps its capacity, its attribute
+//   values on a second one; a scope pops back to where it started when it ends (scopes end
+//   in reverse order). The stacks are made of chunks that never move, so the spans an
+//   OpCall hands out stay valid while an observer or autograd runs ops of its own.
 // - autograd records the outermost differentiable op only: while a recording scope is open,
 //   the ops it calls (linear's addmm, cross_entropy's log_softmax) record nothing, since the
 //   outer op's backward formula covers them. A composite op (no formula of its own) records
@@ -31,6 +32,7 @@
 // bench/dispatch_overhead measures this path.
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 
@@ -71,8 +73,60 @@ const ObserverList& current() {
 
 thread_local int t_depth = 0;
 thread_local int t_grad_suppressed = 0;             // open scopes that record for the ops below them
-thread_local std::vector<const Tensor*> t_inputs;   // the open scopes' inputs, innermost last
-thread_local std::vector<AttrValue> t_attrs;        // the open scopes' attributes, innermost last
+// A stack of T whose elements never move: chunks of at least kChunk slots; n slots pushed at
+// once are contiguous (a push that does not fit starts the next chunk).
+template <typename T>
+class StableStack {
+ public:
+  static constexpr uint32_t kChunk = 256;
+  /// n contiguous slots, value-initialised.
+  T* push(uint32_t n) {
+    if (chunks_.empty()) add_chunk(n);
+    if (used_ + n > sizes_[chunk_]) {
+      ++chunk_;
+      if (chunk_ == chunks_.size()) add_chunk(n);
+      else if (sizes_[chunk_] < n) replace_chunk(n);
+      used_ = 0;
+    }
+    T* p = chunks_[chunk_].get() + used_;
+    used_ += n;
+    return p;
+  }
+  /// Where the stack stands now.
+  OpScopeMark mark() const { return {static_cast<uint32_t>(chunk_), used_}; }
+  /// Pops back to `m`, resetting the popped slots (an attribute may own memory).
+  void pop_to(OpScopeMark m) {
+    while (chunk_ > m.chunk || (chunk_ == m.chunk && used_ > m.used)) {
+      if (used_ == 0) {  // back into the previous chunk: its fill is not kept, reset it all
+        --chunk_;
+        used_ = sizes_[chunk_];
+        continue;
+      }
+      chunks_[chunk_][--used_] = T{};
+    }
+    chunk_ = m.chunk;
+    used_ = m.used;
+  }
+
+ private:
+  void add_chunk(uint32_t n) {
+    const uint32_t size = std::max(kChunk, n);
+    chunks_.push_back(std::make_unique<T[]>(size));
+    sizes_.push_back(size);
+  }
+  void replace_chunk(uint32_t n) {
+    const uint32_t size = std::max(kChunk, n);
+    chunks_[chunk_] = std::make_unique<T[]>(size);
+    sizes_[chunk_] = size;
+  }
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  std::vector<uint32_t> sizes_;
+  size_t chunk_ = 0;
+  uint32_t used_ = 0;
+};
+
+thread_local StableStack<const Tensor*> t_inputs;  // the open scopes' inputs, innermost last
+thread_local StableStack<AttrValue> t_attrs;       // the open scopes' attributes, innermost last
 thread_local ObserverList t_thread_observers;       // add_thread_op_observer()
 
 template <typename F>
@@ -115,30 +169,39 @@ void remove_thread_op_observer(OpObserver* observer) {
 }
 
 void OpScope::begin(std::initializer_list<const Tensor*> inputs, std::initializer_list<AttrValue> attrs) {
-  inputs_begin_ = t_inputs.size();
+  inputs_mark_ = t_inputs.mark();
+  num_inputs_ = static_cast<uint32_t>(inputs.size());
+  const Tensor** slot = t_inputs.push(num_inputs_);
+  inputs_ = slot;
   for (const Tensor* t : inputs)  // every slot, null where absent: observers index by slot
-    t_inputs.push_back(t != nullptr && t->defined() ? t : nullptr);
+    *slot++ = t != nullptr && t->defined() ? t : nullptr;
   notify_begin(attrs);
 }
 
 void OpScope::begin_list(const std::vector<Tensor>& inputs, std::initializer_list<AttrValue> attrs) {
-  inputs_begin_ = t_inputs.size();
-  for (const Tensor& t : inputs) t_inputs.push_back(t.defined() ? &t : nullptr);
+  inputs_mark_ = t_inputs.mark();
+  num_inputs_ = static_cast<uint32_t>(inputs.size());
+  const Tensor** slot = t_inputs.push(num_inputs_);
+  inputs_ = slot;
+  for (const Tensor& t : inputs) *slot++ = t.defined() ? &t : nullptr;
   notify_begin(attrs);
 }
 
 OpCall OpScope::call(std::span<const Tensor> outs) const {
-  return OpCall{op_,
-                op_->name,
-                {t_inputs.data() + inputs_begin_, t_inputs.size() - inputs_begin_},
-                {t_attrs.data() + attrs_begin_, t_attrs.size() - attrs_begin_},
-                outs,
-                depth_};
+  return OpCall{op_, op_->name, {inputs_, num_inputs_}, {attrs_, num_attrs_}, outs, depth_};
+}
+
+void OpScope::pop_stacks() const {
+  t_attrs.pop_to(attrs_mark_);
+  t_inputs.pop_to(inputs_mark_);
 }
 
 void OpScope::notify_begin(std::initializer_list<AttrValue> attrs) {
-  attrs_begin_ = t_attrs.size();
-  t_attrs.insert(t_attrs.end(), attrs.begin(), attrs.end());
+  attrs_mark_ = t_attrs.mark();
+  num_attrs_ = static_cast<uint32_t>(attrs.size());
+  AttrValue* slot = t_attrs.push(num_attrs_);
+  attrs_ = slot;
+  for (const AttrValue& a : attrs) *slot++ = a;
   depth_ = t_depth;
   // Autograd: the outermost differentiable op with an input that requires grad, while grad
   // mode is on. Non-differentiable ops also shield the ops they call. The check runs before
@@ -146,14 +209,13 @@ void OpScope::notify_begin(std::initializer_list<AttrValue> attrs) {
   // it leaves the per-thread stacks as it found them.
   if (t_grad_suppressed == 0 && detail::t_grad_enabled && !op_->has(kOpComposite)) {
     bool needs = false;
-    for (size_t i = inputs_begin_; i < t_inputs.size(); ++i)
-      if (t_inputs[i] != nullptr && t_inputs[i]->requires_grad()) needs = true;
+    for (uint32_t i = 0; i < num_inputs_; ++i)
+      if (inputs_[i] != nullptr && inputs_[i]->requires_grad()) needs = true;
     if (needs) {
       try {
         detail::autograd_check(call({}));
       } catch (...) {
-        t_inputs.resize(inputs_begin_);
-        t_attrs.resize(attrs_begin_);
+        pop_stacks();
         throw;
       }
       grad_ = !op_->has(kOpNonDifferentiable);
@@ -180,12 +242,9 @@ void OpScope::end(std::span<const Tensor> outs) {
   // Autograd first, so observers see outputs with their grad_fn. A failure here (an op's
   // record that does not fit its call) is an internal error; the stacks are restored below.
   struct Pop {
-    size_t inputs, attrs;
-    ~Pop() {
-      t_inputs.resize(inputs);
-      t_attrs.resize(attrs);
-    }
-  } pop{inputs_begin_, attrs_begin_};
+    const OpScope* scope;
+    ~Pop() { scope->pop_stacks(); }
+  } pop{this};
   if (grad_ && !outs.empty()) detail::autograd_record(c);
   if (observers_) for_each_observer([&](OpObserver* o) { o->on_op_end(c); });
 }

@@ -40,6 +40,12 @@ void add_thread_op_observer(OpObserver* observer);
 /// Removes an observer installed for the calling thread.
 void remove_thread_op_observer(OpObserver* observer);
 
+/// Where a per-thread stack of the op scopes stood (internal).
+struct OpScopeMark {
+  uint32_t chunk = 0;
+  uint32_t used = 0;
+};
+
 namespace detail {
 extern std::atomic<bool> g_op_observers_active;
 extern thread_local bool t_thread_observers_active;
@@ -115,6 +121,7 @@ class OpScope {
   void end(std::span<const Tensor> outs);
   void end_without_outputs();
   OpCall call(std::span<const Tensor> outs) const;
+  void pop_stacks() const;
 
   const OpDesc* op_;
   bool active_ = false;
@@ -122,8 +129,11 @@ class OpScope {
   bool grad_ = false;        // autograd records this call
   bool suppressing_ = false; // nested ops record nothing (this op's backward covers them)
   int depth_ = 0;
-  size_t inputs_begin_ = 0;  // where this scope's inputs start on the per-thread stack
-  size_t attrs_begin_ = 0;   // where its attributes start on the per-thread attribute stack
+  uint32_t num_inputs_ = 0;
+  uint32_t num_attrs_ = 0;
+  const Tensor* const* inputs_ = nullptr;  // this scope's slots on the per-thread input stack
+  const AttrValue* attrs_ = nullptr;       // its attributes on the per-thread attribute stack
+  OpScopeMark inputs_mark_, attrs_mark_;   // where the stacks stood before this scope
 };
 
 }  // namespace kiln

@@ -79,3 +79,30 @@ TEST_CASE("attr_str prints each kind of attribute readably") {
   CHECK(attr_str(AttrValue(std::string_view("tanh"))) == "'tanh'");
   CHECK(attr_str(AttrValue(kFloat64)) == "float64");
 }
+
+TEST_CASE("an observer may run ops inside its callbacks: the call it holds stays valid") {
+  // Each callback runs enough ops to push the per-thread stacks past a chunk, then reads
+  // the call's inputs and attributes again.
+  struct Busy final : OpObserver {
+    int checked = 0;
+    void on_op_begin(const OpCall& call) override {
+      if (call.depth != 0 || busy) return;
+      busy = true;
+      const std::vector<const Tensor*> before(call.inputs.begin(), call.inputs.end());
+      const std::vector<Tensor> many(300, zeros({1}));
+      (void)cat(many, 0);  // 300 inputs in one scope: a new chunk
+      for (size_t i = 0; i < before.size(); ++i) CHECK(call.inputs[i] == before[i]);
+      if (call.op == &op::sum) CHECK(attr_ints(call.attrs, 0) == Shape{1});
+      ++checked;
+      busy = false;
+    }
+    void on_op_end(const OpCall&) override {}
+    bool busy = false;
+  } busy;
+  add_thread_op_observer(&busy);
+  const Tensor x = randn({3, 4});
+  (void)sum(x, {1});
+  (void)add(x, x);
+  remove_thread_op_observer(&busy);
+  CHECK(busy.checked == 3);
+}

@@ -37,8 +37,9 @@ TEST_CASE("a network's gradients on the GPU equal the CPU's") {
   const Tensor x = random({16, 8}), w1 = random({32, 8}), b1 = random({32}), w2 = random({4, 32}), b2 = random({4});
   const Tensor target = from_vector(std::vector<int64_t>{0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0}, {16});
   auto grads_on = [&](Device d) {
-    std::vector<Tensor> p = {w1.to(d).requires_grad_(), b1.to(d).requires_grad_(), w2.to(d).requires_grad_(),
-                             b2.to(d).requires_grad_()};
+    // Fresh leaves per device (to(cpu) of a CPU tensor is the tensor itself).
+    auto leaf_on = [d](const Tensor& t) { return t.to(d).detach().clone().requires_grad_(); };
+    std::vector<Tensor> p = {leaf_on(w1), leaf_on(b1), leaf_on(w2), leaf_on(b2)};
     const Tensor h = gelu(linear(x.to(d), p[0], p[1]));
     cross_entropy(linear(h, p[2], p[3]), target.to(d)).backward();
     std::vector<std::vector<double>> g;
