@@ -13,8 +13,18 @@
 #include <vector>
 
 #include "../tensor/tensor.h"
+#include "state_dict.h"
 
 namespace kiln::nn {
+
+/// What Module::load_state_dict() did not match (PyTorch's _IncompatibleKeys): keys the
+/// module has but the state dict lacks, and keys the state dict has but the module lacks.
+struct IncompatibleKeys {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+  /// True when every key matched.
+  bool empty() const { return missing_keys.empty() && unexpected_keys.empty(); }
+};
 
 /// Base class of layers; see the file comment. Not copyable (a layer has identity); movable.
 class Module {
@@ -59,6 +69,17 @@ class Module {
   /// Direct children with their names.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
 
+  /// Every parameter and buffer under its dotted name ("0.weight", "fc.bias"), in PyTorch's
+  /// order (each module's parameters, then its buffers, then its children). The values
+  /// share memory with the module's tensors (writing into one writes the module) but carry
+  /// no autograd state, as PyTorch's detached state_dict() values.
+  StateDict state_dict() const;
+  /// Copies `state_dict` into the parameters and buffers (converting dtype and device as
+  /// copy_ does) and returns the keys that did not match. Throws, listing every problem,
+  /// when a shape differs or (with strict) a key is missing or unexpected; a load that
+  /// throws changes nothing.
+  IncompatibleKeys load_state_dict(const StateDict& state_dict, bool strict = true);
+
   /// Moves every parameter and buffer to `device`, in place.
   Module& to(Device device);
   /// Converts every floating parameter and buffer to `dtype`, in place.
@@ -86,6 +107,7 @@ class Module {
   void check_new_name(const char* what, const std::string& name) const;
   void collect(const std::string& prefix, bool recurse, bool params,
                std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_state(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
   void convert(std::optional<Device> device, std::optional<DType> dtype);
 
   std::string name_;

@@ -1,4 +1,5 @@
-// The nn layer: modules and initialisers (kiln.h includes this).
+// The nn layer: modules, initialisers, state dicts and safetensors checkpoints (kiln.h
+// includes this).
 #pragma once
 
 #include "activation.h"
@@ -7,5 +8,6 @@
 #include "linear.h"
 #include "mlp.h"
 #include "module.h"
+#include "safetensors.h"
 #include "sequential.h"
 #include "state_dict.h"
