@@ -1,0 +1,44 @@
+// Kiln's half of side_by_side_train_step: nn::MLP with GELU, optim::AdamW (PyTorch's defaults,
+// one multi-tensor step on CUDA), cross_entropy; TF32 off.
+#include <kiln/kiln.h>
+
+#include "side_by_side_train_step.h"
+
+namespace side_by_side::train {
+
+namespace {
+struct State {
+  explicit State(const std::vector<int64_t>& sizes) : model(sizes, kiln::nn::Activation::GELU) {}
+  kiln::nn::MLP model;
+  std::unique_ptr<kiln::optim::AdamW> opt;
+  kiln::Tensor x, y, loss;
+};
+std::unique_ptr<State> g;
+}  // namespace
+
+void kiln_setup(const std::vector<int64_t>& sizes, int64_t batch) {
+  using namespace kiln;
+  set_allow_tf32(false);
+  manual_seed(0);
+  const Device gpu = Device::cuda(0);
+  g = std::make_unique<State>(sizes);
+  g->model.to(gpu);
+  g->opt = std::make_unique<optim::AdamW>(g->model.parameters(), optim::AdamWOptions{.lr = 1e-3});
+  g->x = randn({batch, sizes.front()}, TensorOptions().device(gpu));
+  g->y = argmax(randn({batch, sizes.back()}, TensorOptions().device(gpu)), 1);
+}
+
+void kiln_step() {
+  g->opt->zero_grad();
+  g->loss = kiln::cross_entropy(g->model(g->x), g->y);
+  g->loss.backward();
+  g->opt->step();
+}
+
+double kiln_loss() { return g->loss.item<double>(); }
+void kiln_teardown() {
+  g.reset();
+  kiln::empty_cache(kiln::Device::cuda(0));
+}
+
+}  // namespace side_by_side::train
