@@ -14,4 +14,5 @@
 #include "tensor/tensor_options.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
+#include "optim/optim.h"
 #include "profiler/profiler_api.h"
