@@ -10,9 +10,8 @@
 // side_by_side_adamw runs Kiln and LibTorch's fused kernel in one process.
 //
 //   fused_adamw
-#include <kiln/kiln.h>
-
 #include <cuda_runtime_api.h>
+#include <kiln/kiln.h>
 
 #include <chrono>
 #include <functional>
@@ -51,8 +50,10 @@ int main() {
     numel += p.numel();
   }
   const double bytes = 28.0 * static_cast<double>(numel);
-  fmt::print("fused_adamw: one AdamW step over MLP 1024-4096-1024-4096-10 (float32, {} parameters in {} tensors) on "
-             "{}\n", numel, params.size(), cuda::device_properties(gpu).name);
+  fmt::print(
+      "fused_adamw: one AdamW step over MLP 1024-4096-1024-4096-10 (float32, {} parameters in {} tensors) on "
+      "{}\n",
+      numel, params.size(), cuda::device_properties(gpu).name);
   fmt::print("{:<28} {:>10} {:>10} {:>10}\n", "implementation", "GPU us", "GB/s", "wall us");
 
   optim::AdamW opt(params, {.lr = 1e-3, .weight_decay = 1e-2});

@@ -38,13 +38,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     if (g.numel() == 0) continue;  // contributes nothing (and max() of no elements is undefined)
     norms.push_back(vector_norm(g, norm_type).to(device, dtype));
   }
-  const Tensor total = norms.empty() ? zeros({}, TensorOptions(dtype).device(device))
-                                     : vector_norm(stack(norms), norm_type);
+  const Tensor total =
+      norms.empty() ? zeros({}, TensorOptions(dtype).device(device)) : vector_norm(stack(norms), norm_type);
   if (error_if_nonfinite) {
     const double value = total.item<double>();
-    KILN_CHECK(std::isfinite(value), "clip_grad_norm_: the total norm of order {} for gradients from `parameters` is "
-                                     "non-finite ({}), so it cannot be clipped. To disable this error and scale the "
-                                     "gradients by the non-finite norm anyway, set error_if_nonfinite=false",
+    KILN_CHECK(std::isfinite(value),
+               "clip_grad_norm_: the total norm of order {} for gradients from `parameters` is "
+               "non-finite ({}), so it cannot be clipped. To disable this error and scale the "
+               "gradients by the non-finite norm anyway, set error_if_nonfinite=false",
                norm_type, value);
   }
   const Tensor coef = clamp_max(max_norm / (total + 1e-6), 1.0);

@@ -81,9 +81,14 @@ struct SgdFunctor {
 
   /// The functor for `c`; `first_step` when the parameter has no momentum buffer yet.
   static SgdFunctor make(const SgdConfig& c, bool first_step) {
-    return {static_cast<A>(c.lr),       static_cast<A>(c.momentum), static_cast<A>(1.0 - c.dampening),
-            static_cast<A>(c.weight_decay), c.nesterov,                 c.maximize,
-            c.momentum != 0.0,          first_step};
+    return {static_cast<A>(c.lr),
+            static_cast<A>(c.momentum),
+            static_cast<A>(1.0 - c.dampening),
+            static_cast<A>(c.weight_decay),
+            c.nesterov,
+            c.maximize,
+            c.momentum != 0.0,
+            first_step};
   }
   /// The same functor for another parameter (the multi-tensor kernel's per-tensor values).
   KILN_HOST_DEVICE SgdFunctor for_tensor(A first, A /*unused*/) const {
@@ -146,8 +151,10 @@ struct AdamFunctor {
   KILN_HOST_DEVICE void operator()(A& p, A g, A& m, A& v, A& vmax) const {
     if (maximize) g = -g;
     if (weight_decay != A(0)) {
-      if (decoupled) p = p * decay;
-      else g = g + weight_decay * p;
+      if (decoupled)
+        p = p * decay;
+      else
+        g = g + weight_decay * p;
     }
     m = beta1 * m + one_minus_beta1 * g;
     v = beta2 * v + one_minus_beta2 * g * g;

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels.h"
 #include "../tensor/shape.h"
+#include "kernels.h"
 #include "op_scope.h"
 #include "validate.h"
 
@@ -41,15 +41,16 @@ void check_like_param(const char* op, const Tensor& param, const Tensor& state, 
              shape_str(state.sizes()), shape_str(param.sizes()));
   KILN_CHECK(state.dtype() == param.dtype(), "{}: {} has dtype {} but the parameter has dtype {}", op, arg,
              state.dtype(), param.dtype());
-  KILN_CHECK(state.device() == param.device(), "{}: {} is on {} but the parameter is on {}", op, arg,
-             state.device(), param.device());
+  KILN_CHECK(state.device() == param.device(), "{}: {} is on {} but the parameter is on {}", op, arg, state.device(),
+             param.device());
 }
 
 // Checks a written operand: no overlapping elements, no memory shared with the parameter.
 void check_written(const char* op, const Tensor& param, const Tensor& t, const char* arg) {
-  KILN_CHECK(!has_overlap(t), "{}: {} (shape {}, strides {}) has elements that share memory (an expanded view); "
-                              "an in-place update needs distinct elements", op, arg, shape_str(t.sizes()),
-             shape_str(t.strides()));
+  KILN_CHECK(!has_overlap(t),
+             "{}: {} (shape {}, strides {}) has elements that share memory (an expanded view); "
+             "an in-place update needs distinct elements",
+             op, arg, shape_str(t.sizes()), shape_str(t.strides()));
   KILN_CHECK(&t == &param || !t.is_alias_of(param), "{}: {} shares memory with the parameter", op, arg);
 }
 
@@ -61,8 +62,10 @@ void check_param(const char* op, const Tensor& param, const Tensor& grad) {
 }
 
 void check_step(const char* op, double step) {
-  KILN_CHECK(std::isfinite(step) && step >= 1.0, "{}: step must be a finite count >= 1 (the count after this update), "
-                                                  "got {}", op, step);
+  KILN_CHECK(std::isfinite(step) && step >= 1.0,
+             "{}: step must be a finite count >= 1 (the count after this update), "
+             "got {}",
+             op, step);
 }
 
 void check_sgd(const char* op, const Tensor& param, const Tensor& grad, const Tensor& buf, const SgdConfig& config) {
@@ -87,8 +90,10 @@ void check_adam(const char* op, const Tensor& param, const Tensor& grad, const T
     check_like_param(op, param, max_exp_avg_sq, "max_exp_avg_sq");
     check_written(op, param, max_exp_avg_sq, "max_exp_avg_sq");
   } else {
-    KILN_CHECK(!max_exp_avg_sq.defined(), "{}: amsgrad is off, so no max_exp_avg_sq is used; pass an undefined "
-                                          "tensor", op);
+    KILN_CHECK(!max_exp_avg_sq.defined(),
+               "{}: amsgrad is off, so no max_exp_avg_sq is used; pass an undefined "
+               "tensor",
+               op);
   }
   check_step(op, step);
 }
@@ -99,8 +104,8 @@ void bump(const Tensor& t) {
 
 // Checks that every list has one tensor per parameter (an optional list may be empty).
 void check_list_size(const char* op, size_t params, size_t size, const char* what, bool may_be_empty) {
-  KILN_CHECK(size == params || (may_be_empty && size == 0), "{}: {} lists {} tensors for {} parameters", op, what,
-             size, params);
+  KILN_CHECK(size == params || (may_be_empty && size == 0), "{}: {} lists {} tensors for {} parameters", op, what, size,
+             params);
 }
 
 // The lists, flattened into one vector for the op scope.
@@ -137,8 +142,8 @@ void adam_list(const char* op, bool decoupled, std::span<const Tensor> params, s
   if (n == 0) return;
   OpScope scope(op, scope_inputs({params, grads, exp_avgs, exp_avg_sqs}));
   if (fused_step_uses_multi_tensor({params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs})) {
-    dispatch::adam_multi_step_kernels.get(op, params[0].device())(params, grads, exp_avgs, exp_avg_sqs,
-                                                                  max_exp_avg_sqs, steps, config, decoupled);
+    dispatch::adam_multi_step_kernels.get(op, params[0].device())(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                                                                  steps, config, decoupled);
   } else {
     for (size_t i = 0; i < n; ++i)
       dispatch::adam_step_kernels.get(op, params[i].device())(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
@@ -161,8 +166,10 @@ bool fused_step_uses_multi_tensor(std::initializer_list<std::span<const Tensor>>
   for (const auto& list : lists)
     for (const Tensor& t : list) {
       if (!t.defined() || !t.is_cuda() || !t.is_contiguous() || !t.is_floating_point()) return false;
-      if (first == nullptr) first = &t;
-      else if (t.device() != first->device() || t.dtype() != first->dtype()) return false;
+      if (first == nullptr)
+        first = &t;
+      else if (t.device() != first->device() || t.dtype() != first->dtype())
+        return false;
     }
   return first != nullptr;
 }
@@ -194,8 +201,8 @@ void _fused_sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
     dispatch::sgd_multi_step_kernels.get(op, params[0].device())(params, grads, momentum_buffers, config, first_steps);
   } else {
     for (size_t i = 0; i < n; ++i)
-      dispatch::sgd_step_kernels.get(op, params[i].device())(params[i], grads[i], momentum ? momentum_buffers[i] : kNone,
-                                                             config, first_steps[i]);
+      dispatch::sgd_step_kernels.get(op, params[i].device())(
+          params[i], grads[i], momentum ? momentum_buffers[i] : kNone, config, first_steps[i]);
   }
   for (size_t i = 0; i < n; ++i) {
     bump(params[i]);

@@ -103,7 +103,8 @@ void step_one(const char* op, const std::array<const Tensor*, N>& operands, cons
     const CollapsedDims<N> dims = collapse_dims<N>(param.sizes(), ptrs);
     KILN_CHECK(static_cast<int>(dims.sizes.size()) <= kMaxDims,
                "{}: the operands' layout needs {} dims after collapsing; the CUDA kernels index at most {} (call "
-               "contiguous() on them)", op, dims.sizes.size(), kMaxDims);
+               "contiguous() on them)",
+               op, dims.sizes.size(), kMaxDims);
     Indexer<N> idx;
     idx.ndim = static_cast<int>(dims.sizes.size());
     for (int d = 0; d < idx.ndim; ++d) {
@@ -120,8 +121,10 @@ void sgd_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& moment
   dispatch_floating(param.dtype(), "_fused_sgd_", [&]<typename K>() {
     using A = acc_t<device_t<K>>;
     const SgdFunctor<A> f = SgdFunctor<A>::make(config, first_step);
-    if (momentum_buffer.defined()) step_one<K, 3>("_fused_sgd_", {&param, &grad, &momentum_buffer}, f);
-    else step_one<K, 2>("_fused_sgd_", {&param, &grad}, f);
+    if (momentum_buffer.defined())
+      step_one<K, 3>("_fused_sgd_", {&param, &grad, &momentum_buffer}, f);
+    else
+      step_one<K, 2>("_fused_sgd_", {&param, &grad}, f);
   });
 }
 
@@ -131,8 +134,10 @@ void adam_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& exp_a
   dispatch_floating(param.dtype(), op, [&]<typename K>() {
     using A = acc_t<device_t<K>>;
     const AdamFunctor<A> f = AdamFunctor<A>::make(config, decoupled, step);
-    if (max_exp_avg_sq.defined()) step_one<K, 5>(op, {&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, f);
-    else step_one<K, 4>(op, {&param, &grad, &exp_avg, &exp_avg_sq}, f);
+    if (max_exp_avg_sq.defined())
+      step_one<K, 5>(op, {&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq}, f);
+    else
+      step_one<K, 4>(op, {&param, &grad, &exp_avg, &exp_avg_sq}, f);
   });
 }
 
@@ -169,8 +174,7 @@ void adam_multi_step_cuda(std::span<const Tensor> params, std::span<const Tensor
       s1 = static_cast<A>(bc2_sqrt);
     };
     if (!max_exp_avg_sqs.empty())
-      multi_tensor_apply<K, 5, A>(op, {params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, f, ApplyStep{},
-                                  scalars);
+      multi_tensor_apply<K, 5, A>(op, {params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs}, f, ApplyStep{}, scalars);
     else
       multi_tensor_apply<K, 4, A>(op, {params, grads, exp_avgs, exp_avg_sqs}, f, ApplyStep{}, scalars);
   });

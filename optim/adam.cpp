@@ -78,8 +78,10 @@ void AdamFamily<Options, kDecoupled>::step() {
         if (config.amsgrad) vmax.push_back(s.max_exp_avg_sq);
         steps.push_back(s.step + 1);
       }
-      if (kDecoupled) _fused_adamw_(bp, bg, m, v, vmax, steps, config);
-      else _fused_adam_(bp, bg, m, v, vmax, steps, config);
+      if (kDecoupled)
+        _fused_adamw_(bp, bg, m, v, vmax, steps, config);
+      else
+        _fused_adam_(bp, bg, m, v, vmax, steps, config);
       for (size_t k : bucket) this->state_[with_grad[g][k]].step += 1;
     }
   }

@@ -41,8 +41,8 @@ struct AdamWOptions {
 
 /// Lists the fields of AdamOptions or AdamWOptions for the state dict.
 template <typename Options, typename V>
-  requires(std::is_same_v<Options, AdamOptions> || std::is_same_v<Options, AdamWOptions>)
-void visit_options(Options& o, V&& v) {
+requires(std::is_same_v<Options, AdamOptions> || std::is_same_v<Options, AdamWOptions>) void visit_options(Options& o,
+                                                                                                           V&& v) {
   v("lr", o.lr);
   v("betas.0", o.betas.first);
   v("betas.1", o.betas.second);
@@ -58,10 +58,10 @@ void validate_options(const std::string& name, const AdamWOptions& o);
 
 /// One parameter's Adam state, created by its first step.
 struct AdamState {
-  double step = 0;         ///< steps taken (0: no state yet)
-  Tensor exp_avg;          ///< first moment
-  Tensor exp_avg_sq;       ///< second moment
-  Tensor max_exp_avg_sq;   ///< amsgrad's running maximum of exp_avg_sq (amsgrad only)
+  double step = 0;        ///< steps taken (0: no state yet)
+  Tensor exp_avg;         ///< first moment
+  Tensor exp_avg_sq;      ///< second moment
+  Tensor max_exp_avg_sq;  ///< amsgrad's running maximum of exp_avg_sq (amsgrad only)
 };
 
 namespace detail {
@@ -70,6 +70,7 @@ namespace detail {
 template <typename Options, bool kDecoupled>
 class AdamFamily : public OptimizerBase<Options, AdamState> {
  public:
+  /// One Adam (or AdamW) step of every parameter with a gradient.
   void step() override;
   /// Parameter `index`'s state (across groups, as in state_dict()).
   const AdamState& state(size_t index) const;

@@ -57,19 +57,26 @@ LRScheduler::Progress LRScheduler::read_progress(StateReader& reader, const std:
   Progress p;
   p.last_epoch = reader.integer(prefix + "last_epoch");
   p.step_count = reader.integer(prefix + "_step_count");
-  KILN_CHECK(p.last_epoch >= -1 && p.step_count >= 0, "{}.load_state_dict: {}last_epoch {} and {}_step_count {} are "
-             "not a scheduler's progress", reader.owner(), prefix, p.last_epoch, prefix, p.step_count);
+  KILN_CHECK(p.last_epoch >= -1 && p.step_count >= 0,
+             "{}.load_state_dict: {}last_epoch {} and {}_step_count {} are "
+             "not a scheduler's progress",
+             reader.owner(), prefix, p.last_epoch, prefix, p.step_count);
   const size_t groups = base_lrs_.size();
   KILN_CHECK(!reader.has(prefix + "base_lrs." + std::to_string(groups)),
-             "{}.load_state_dict: the state dict has more than the scheduler's {} parameter groups", reader.owner(), groups);
+             "{}.load_state_dict: the state dict has more than the scheduler's {} parameter groups", reader.owner(),
+             groups);
   for (size_t g = 0; g < groups; ++g) {
     const std::string base_key = prefix + "base_lrs." + std::to_string(g);
-    KILN_CHECK(reader.has(base_key), "{}.load_state_dict: the state dict has {} parameter groups but the scheduler has "
-                                     "{}", reader.owner(), g, groups);
+    KILN_CHECK(reader.has(base_key),
+               "{}.load_state_dict: the state dict has {} parameter groups but the scheduler has "
+               "{}",
+               reader.owner(), g, groups);
     const double base = reader.number(base_key);
     const double last = reader.number(prefix + "_last_lr." + std::to_string(g));
-    KILN_CHECK(0.0 <= base && 0.0 <= last, "{}.load_state_dict: invalid learning rates {} (base) and {} (last) for "
-                                           "group {}", reader.owner(), base, last, g);
+    KILN_CHECK(0.0 <= base && 0.0 <= last,
+               "{}.load_state_dict: invalid learning rates {} (base) and {} (last) for "
+               "group {}",
+               reader.owner(), base, last, g);
     p.base_lrs.push_back(base);
     p.last_lr.push_back(last);
   }
@@ -118,7 +125,9 @@ void StepLR::check_settings(StateReader& reader, const std::string& prefix) cons
 // ---- LinearLR -----------------------------------------------------------------------------
 
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
-    : LRScheduler(optimizer, "LinearLR"), start_factor_(start_factor), end_factor_(end_factor),
+    : LRScheduler(optimizer, "LinearLR"),
+      start_factor_(start_factor),
+      end_factor_(end_factor),
       total_iters_(total_iters) {
   KILN_CHECK(start_factor > 0.0 && start_factor <= 1.0,
              "LinearLR: starting multiplicative factor expected to be greater than 0 and less or equal to 1, got {}",
@@ -152,8 +161,8 @@ void LinearLR::check_settings(StateReader& reader, const std::string& prefix) co
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
     : LRScheduler(optimizer, "CosineAnnealingLR"), t_max_(T_max), eta_min_(eta_min) {
   KILN_CHECK(T_max > 0, "CosineAnnealingLR: T_max must be positive, got {}", T_max);
-  KILN_CHECK(std::isfinite(eta_min) && eta_min >= 0.0, "CosineAnnealingLR: eta_min must be a finite number >= 0, got {}",
-             eta_min);
+  KILN_CHECK(std::isfinite(eta_min) && eta_min >= 0.0,
+             "CosineAnnealingLR: eta_min must be a finite number >= 0, got {}", eta_min);
   initial_step();
 }
 

@@ -12,8 +12,10 @@ void Optimizer::zero_grad(bool set_to_none) {
     for (Tensor p : group.params) {
       Tensor& grad = p.mutable_grad();
       if (!grad.defined()) continue;
-      if (set_to_none) grad = Tensor();
-      else grad.zero_();
+      if (set_to_none)
+        grad = Tensor();
+      else
+        grad.zero_();
     }
 }
 
@@ -67,10 +69,14 @@ void Optimizer::add_group_params(std::vector<Tensor> params) {
 }
 
 void Optimizer::check_grad(size_t index, const Tensor& param, const Tensor& grad) const {
-  KILN_CHECK(grad.sizes() == param.sizes(), "{}: the gradient of parameter {} has shape {} but the parameter has "
-                                            "shape {}", name_, index, shape_str(grad.sizes()), shape_str(param.sizes()));
-  KILN_CHECK(grad.dtype() == param.dtype(), "{}: the gradient of parameter {} has dtype {} but the parameter has "
-                                            "dtype {}", name_, index, grad.dtype(), param.dtype());
+  KILN_CHECK(grad.sizes() == param.sizes(),
+             "{}: the gradient of parameter {} has shape {} but the parameter has "
+             "shape {}",
+             name_, index, shape_str(grad.sizes()), shape_str(param.sizes()));
+  KILN_CHECK(grad.dtype() == param.dtype(),
+             "{}: the gradient of parameter {} has dtype {} but the parameter has "
+             "dtype {}",
+             name_, index, grad.dtype(), param.dtype());
   KILN_CHECK(grad.device() == param.device(), "{}: the gradient of parameter {} is on {} but the parameter is on {}",
              name_, index, grad.device(), param.device());
 }
@@ -92,8 +98,10 @@ std::vector<std::optional<double>> Optimizer::read_group_keys(StateReader& reade
   std::vector<std::optional<double>> initial_lrs(count);
   for (size_t g = 0; g < count; ++g) {
     const std::string prefix = "param_groups." + std::to_string(g) + ".";
-    KILN_CHECK(reader.has(prefix + "params"), "{}.load_state_dict: the state dict has {} parameter groups but the "
-                                              "optimizer has {}", name_, g, count);
+    KILN_CHECK(reader.has(prefix + "params"),
+               "{}.load_state_dict: the state dict has {} parameter groups but the "
+               "optimizer has {}",
+               name_, g, count);
     const Tensor& indices = reader.tensor(prefix + "params");
     const size_t n = groups_[g].params.size();
     KILN_CHECK(indices.dim() == 1 && !indices.is_floating_point() && indices.dtype() != kBool,

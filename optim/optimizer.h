@@ -86,8 +86,8 @@ class Optimizer {
  private:
   struct Group {
     std::vector<Tensor> params;
-    size_t first = 0;                   // index of params[0] across groups
-    std::optional<double> initial_lr;   // set by the first scheduler
+    size_t first = 0;                  // index of params[0] across groups
+    std::optional<double> initial_lr;  // set by the first scheduler
   };
   std::string name_;
   std::vector<Group> groups_;
@@ -131,12 +131,15 @@ class OptimizerBase : public Optimizer {
   /// to its constructor).
   void add_param_group(std::vector<Tensor> params) { add_param_group(std::move(params), defaults_); }
 
+  /// Learning rate of group `g`.
   double lr(size_t g) const override { return options(g).lr; }
+  /// Sets the learning rate of group `g` (>= 0).
   void set_lr(size_t g, double lr) override {
     KILN_CHECK(0.0 <= lr, "{}: invalid learning rate: {}", name(), lr);
     options(g).lr = lr;
   }
 
+  /// Hyperparameters and per-parameter state as copies (keys: state_io.h).
   StateDict state_dict() const override {
     StateDict dict;
     dict.metadata()["kiln.optimizer"] = name();
@@ -154,6 +157,7 @@ class OptimizerBase : public Optimizer {
     return dict;
   }
 
+  /// Restores a state_dict(); a bad dict throws and changes nothing.
   void load_state_dict(const StateDict& dict) override {
     StateReader reader(dict, name());
     reader.check_writer("kiln.optimizer", name());
@@ -163,16 +167,17 @@ class OptimizerBase : public Optimizer {
       const std::string prefix = "param_groups." + std::to_string(g) + ".";
       visit_options(options[g], [&](const char* field, auto& value) {
         using V = std::remove_reference_t<decltype(value)>;
-        if constexpr (std::is_same_v<V, bool>) value = reader.flag(prefix + field);
-        else value = reader.number(prefix + field);
+        if constexpr (std::is_same_v<V, bool>)
+          value = reader.flag(prefix + field);
+        else
+          value = reader.number(prefix + field);
       });
       validate_options(name(), options[g]);
     }
     std::vector<State> state(num_params());
     for (size_t g = 0; g < num_param_groups(); ++g)
       for (size_t i = first_index(g); i < first_index(g) + params(g).size(); ++i)
-        state[i] = read_state(reader, "state." + std::to_string(i) + ".", params(g)[i - first_index(g)], i,
-                              options[g]);
+        state[i] = read_state(reader, "state." + std::to_string(i) + ".", params(g)[i - first_index(g)], i, options[g]);
     reader.check_all_used();
     options_ = std::move(options);
     state_ = std::move(state);

@@ -28,8 +28,8 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
 }
 
 std::pair<size_t, int64_t> SequentialLR::locate(int64_t epoch) const {
-  const size_t k = static_cast<size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), epoch) -
-                                       milestones_.begin());
+  const size_t k =
+      static_cast<size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), epoch) - milestones_.begin());
   return {k, k == 0 ? epoch : epoch - milestones_[k - 1]};
 }
 

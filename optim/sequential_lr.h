@@ -25,6 +25,7 @@ class SequentialLR final : public LRScheduler {
   /// One more scheduler than milestones; milestones positive and increasing.
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
+  /// Advances one epoch in the running scheduler (the next one's epoch 0 at a milestone).
   void step() override;
   /// The schedulers, in order.
   const std::vector<std::shared_ptr<LRScheduler>>& schedulers() const { return schedulers_; }

@@ -18,8 +18,7 @@ void validate_options(const std::string& name, const SGDOptions& o) {
              o.momentum, o.dampening);
 }
 
-SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
-    : OptimizerBase("SGD", std::move(params), options) {}
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options) : OptimizerBase("SGD", std::move(params), options) {}
 
 const SGDState& SGD::state(size_t index) const {
   KILN_CHECK(index < state_.size(), "SGD: parameter {} does not exist (the optimizer has {})", index, state_.size());

@@ -9,6 +9,8 @@
 // PyTorch's foreach=True and for-loop steps from Python.
 //
 //   side_by_side_adamw
+#include "side_by_side_adamw.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -19,7 +21,6 @@
 #include <vector>
 
 #include "cuda_bench_util.h"
-#include "side_by_side_adamw.h"
 
 int main() {
   int devices = 0;
@@ -33,9 +34,10 @@ int main() {
   sbs::kiln_setup();
   sbs::torch_setup();
   const double bytes = 28.0 * static_cast<double>(sbs::kiln_numel());
-  std::printf("side_by_side_adamw: one AdamW step over MLP 1024-4096-1024-4096-10 (float32, %lld parameters), Kiln "
-              "and LibTorch %s in turns\n",
-              static_cast<long long>(sbs::kiln_numel()), sbs::torch_version_string());
+  std::printf(
+      "side_by_side_adamw: one AdamW step over MLP 1024-4096-1024-4096-10 (float32, %lld parameters), Kiln "
+      "and LibTorch %s in turns\n",
+      static_cast<long long>(sbs::kiln_numel()), sbs::torch_version_string());
   const std::pair<const char*, std::function<void()>> impls[] = {
       {"kiln_multi_tensor", sbs::kiln_multi_tensor_step},
       {"kiln_per_parameter", sbs::kiln_per_parameter_step},

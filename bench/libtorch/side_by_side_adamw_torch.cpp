@@ -1,7 +1,6 @@
 // LibTorch's half of side_by_side_adamw (see side_by_side_adamw.h).
-#include <torch/torch.h>
-
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/torch.h>
 
 #include <memory>
 #include <vector>

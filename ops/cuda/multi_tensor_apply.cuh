@@ -55,14 +55,16 @@ struct alignas(sizeof(T) * VEC) MultiVec {
 /// k's element widened to A; every operand but 1 (the gradient) is written back. `f` is the
 /// base functor; each tensor's copy is f.for_tensor(scalar0[t], scalar1[t]).
 template <typename T, int N, typename A, typename F, typename Apply>
-__global__ void __launch_bounds__(kMultiThreads) multi_tensor_kernel(MultiTensorMeta<T, N, A> meta, F base,
-                                                                     Apply apply) {
+__global__ void __launch_bounds__(kMultiThreads)
+    multi_tensor_kernel(MultiTensorMeta<T, N, A> meta, F base, Apply apply) {
   const int32_t block = static_cast<int32_t>(blockIdx.x);
   int lo = 0, hi = meta.count - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (meta.block_start[mid] <= block) lo = mid;
-    else hi = mid - 1;
+    if (meta.block_start[mid] <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const int t = lo;
   const F f = base.for_tensor(meta.scalar0[t], meta.scalar1[t]);
@@ -113,8 +115,8 @@ __global__ void __launch_bounds__(kMultiThreads) multi_tensor_kernel(MultiTensor
 /// Kiln element type K on one CUDA device), in as few launches as kMultiMaxTensors allows;
 /// scalars(i, s0, s1) gives parameter i's per-tensor scalars. Empty tensors are skipped.
 template <typename K, int N, typename A, typename F, typename Apply, typename Scalars>
-void multi_tensor_apply(const char* op, const std::array<std::span<const Tensor>, N>& lists, const F& base,
-                        Apply apply, Scalars&& scalars) {
+void multi_tensor_apply(const char* op, const std::array<std::span<const Tensor>, N>& lists, const F& base, Apply apply,
+                        Scalars&& scalars) {
   using T = device_t<K>;
   using Meta = MultiTensorMeta<T, N, A>;
   static_assert(sizeof(Meta) + sizeof(F) + sizeof(Apply) <= 4000, "multi-tensor kernel arguments exceed 4 KiB");

@@ -49,8 +49,8 @@ void check_bitwise(const std::vector<Tensor>& a, const std::vector<Tensor>& b, c
   }
 }
 
-const AdamConfig kAdamW{.lr = 0.01, .beta1 = 0.85, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.05,
-                        .amsgrad = false, .maximize = false};
+const AdamConfig kAdamW{
+    .lr = 0.01, .beta1 = 0.85, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.05, .amsgrad = false, .maximize = false};
 
 }  // namespace
 
@@ -63,7 +63,7 @@ TEST_CASE("Multi-tensor Adam/AdamW: the same bits as the per-parameter kernel an
         AdamConfig c = kAdamW;
         c.amsgrad = amsgrad;
         c.maximize = dtype == kFloat16;  // maximize on in one dtype
-        const size_t n = 60;  // more than one launch carries (48)
+        const size_t n = 60;             // more than one launch carries (48)
         std::vector<Tensor> p = gpu_tensors(n, dtype, -1, 1), g = gpu_tensors(n, dtype, -2, 2);
         std::vector<Tensor> m = gpu_tensors(n, dtype, -1, 1), v = gpu_tensors(n, dtype, 0, 2);
         std::vector<Tensor> vmax = amsgrad ? gpu_tensors(n, dtype, 0, 2) : std::vector<Tensor>();
@@ -72,8 +72,10 @@ TEST_CASE("Multi-tensor Adam/AdamW: the same bits as the per-parameter kernel an
         REQUIRE(fused_step_uses_multi_tensor({p, g, m, v, vmax}));
         std::vector<Tensor> p1 = clones(p), m1 = clones(m), v1 = clones(v), vmax1 = clones(vmax);
         std::vector<Tensor> pc = to_cpu(p), gc = to_cpu(g), mc = to_cpu(m), vc = to_cpu(v), vmaxc = to_cpu(vmax);
-        if (decoupled) _fused_adamw_(p, g, m, v, vmax, steps, c);
-        else _fused_adam_(p, g, m, v, vmax, steps, c);
+        if (decoupled)
+          _fused_adamw_(p, g, m, v, vmax, steps, c);
+        else
+          _fused_adam_(p, g, m, v, vmax, steps, c);
         for (size_t i = 0; i < n; ++i) {
           const Tensor none;
           if (decoupled) {
@@ -154,7 +156,8 @@ TEST_CASE("The per-parameter CUDA kernel on strided operands matches the CPU bit
   for (DType dtype : kFloatTypes) {
     INFO(dtype_name(dtype));
     Tensor p = random({40, 30}, dtype).to(kGpu).t(), g = random({30, 40}, dtype).to(kGpu);
-    Tensor m = zeros({30, 40}, TensorOptions(dtype).device(kGpu)), v = zeros({30, 40}, TensorOptions(dtype).device(kGpu));
+    Tensor m = zeros({30, 40}, TensorOptions(dtype).device(kGpu)),
+           v = zeros({30, 40}, TensorOptions(dtype).device(kGpu));
     Tensor pc = p.cpu(), gc = g.cpu(), mc = m.cpu(), vc = v.cpu();
     REQUIRE_FALSE(fused_step_uses_multi_tensor({std::span<const Tensor>(&p, 1)}));
     _fused_adam_(p, g, m, v, Tensor(), 1, kAdamW);
@@ -166,14 +169,14 @@ TEST_CASE("The per-parameter CUDA kernel on strided operands matches the CPU bit
 
 TEST_CASE("AdamW's multi-tensor path follows the float64 reference over several steps") {
   manual_seed(1505);
-  const RefAdam r{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.05, .amsgrad = true,
-                  .decoupled = true};
+  const RefAdam r{
+      .lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.05, .amsgrad = true, .decoupled = true};
   std::vector<Tensor> params;
   for (int64_t n : {7, 16385, 3000}) params.push_back(random_param({n}).to(kGpu));
   std::vector<RefAdamParam> ref(params.size());
   for (size_t i = 0; i < params.size(); ++i) ref[i].p = values(params[i]);
-  optim::AdamW opt(params, {.lr = r.lr, .betas = {r.beta1, r.beta2}, .eps = r.eps, .weight_decay = r.weight_decay,
-                            .amsgrad = true});
+  optim::AdamW opt(
+      params, {.lr = r.lr, .betas = {r.beta1, r.beta2}, .eps = r.eps, .weight_decay = r.weight_decay, .amsgrad = true});
   for (int s = 0; s < 5; ++s) {
     for (size_t i = 0; i < params.size(); ++i) ref[i].step(set_random_grad(params[i]), r);
     opt.step();
@@ -205,10 +208,10 @@ TEST_CASE("SGD, Adam and AdamW over an MLP on the GPU match the same optimizers 
         c[i].mutable_grad() = random(c[i].sizes());
         g[i].mutable_grad() = c[i].grad().to(kGpu);
       }
-      optim::Optimizer& og = which == 0 ? static_cast<optim::Optimizer&>(gpu_adamw)
+      optim::Optimizer& og = which == 0   ? static_cast<optim::Optimizer&>(gpu_adamw)
                              : which == 1 ? static_cast<optim::Optimizer&>(gpu_sgd)
                                           : static_cast<optim::Optimizer&>(gpu_adam);
-      optim::Optimizer& oc = which == 0 ? static_cast<optim::Optimizer&>(cpu_adamw)
+      optim::Optimizer& oc = which == 0   ? static_cast<optim::Optimizer&>(cpu_adamw)
                              : which == 1 ? static_cast<optim::Optimizer&>(cpu_sgd)
                                           : static_cast<optim::Optimizer&>(cpu_adam);
       og.step();
@@ -221,8 +224,9 @@ TEST_CASE("Optimizers on the GPU: a gradient on another device is refused, namin
   Tensor p = random_param({3}).to(kGpu);
   optim::AdamW opt({p});
   p.mutable_grad() = random({3});
-  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("AdamW: the gradient of parameter 0 is on cpu but the parameter is "
-                                                     "on cuda:0"),
+  CHECK_THROWS_WITH_AS(opt.step(),
+                       doctest::Contains("AdamW: the gradient of parameter 0 is on cpu but the parameter is "
+                                         "on cuda:0"),
                        Error);
 }
 

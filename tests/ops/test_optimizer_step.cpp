@@ -17,8 +17,10 @@ void ref_adam(double& p, double g, double& m, double& v, double& vmax, double st
               bool decoupled) {
   if (c.maximize) g = -g;
   if (c.weight_decay != 0) {
-    if (decoupled) p *= 1 - c.lr * c.weight_decay;
-    else g += c.weight_decay * p;
+    if (decoupled)
+      p *= 1 - c.lr * c.weight_decay;
+    else
+      g += c.weight_decay * p;
   }
   m = c.beta1 * m + (1 - c.beta1) * g;
   v = c.beta2 * v + (1 - c.beta2) * g * g;
@@ -46,10 +48,12 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 }
 
 // A random state tensor with non-negative values (second moments), laid out as `layout`.
-Tensor positive(const Shape& shape, Layout layout, DType dtype) { return random_with_layout(shape, layout, dtype, 0.0, 2.0); }
+Tensor positive(const Shape& shape, Layout layout, DType dtype) {
+  return random_with_layout(shape, layout, dtype, 0.0, 2.0);
+}
 
-const AdamConfig kAdam{.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-3, .weight_decay = 0.1, .amsgrad = true,
-                       .maximize = false};
+const AdamConfig kAdam{
+    .lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-3, .weight_decay = 0.1, .amsgrad = true, .maximize = false};
 
 }  // namespace
 
@@ -73,8 +77,10 @@ TEST_CASE("_fused_adam_ and _fused_adamw_ match the float64 reference in every d
             std::vector<double> rvmax = amsgrad ? values(vmax) : std::vector<double>(rp.size());
             const double step = 3;
             for (size_t i = 0; i < rp.size(); ++i) ref_adam(rp[i], rg[i], rm[i], rv[i], rvmax[i], step, c, decoupled);
-            if (decoupled) _fused_adamw_(p, g, m, v, vmax, step, c);
-            else _fused_adam_(p, g, m, v, vmax, step, c);
+            if (decoupled)
+              _fused_adamw_(p, g, m, v, vmax, step, c);
+            else
+              _fused_adam_(p, g, m, v, vmax, step, c);
             check_close(p, rp, shape, "param");
             check_close(m, rm, shape, "exp_avg");
             check_close(v, rv, shape, "exp_avg_sq");
@@ -138,11 +144,15 @@ TEST_CASE("The list forms give the same bits as the single forms on the CPU") {
       vmax2.push_back(vmax.back().clone());
       steps.push_back(static_cast<double>(i + 1));
     }
-    if (decoupled) _fused_adamw_(p, g, m, v, vmax, steps, kAdam);
-    else _fused_adam_(p, g, m, v, vmax, steps, kAdam);
+    if (decoupled)
+      _fused_adamw_(p, g, m, v, vmax, steps, kAdam);
+    else
+      _fused_adam_(p, g, m, v, vmax, steps, kAdam);
     for (size_t i = 0; i < shapes.size(); ++i) {
-      if (decoupled) _fused_adamw_(p2[i], g[i], m2[i], v2[i], vmax2[i], steps[i], kAdam);
-      else _fused_adam_(p2[i], g[i], m2[i], v2[i], vmax2[i], steps[i], kAdam);
+      if (decoupled)
+        _fused_adamw_(p2[i], g[i], m2[i], v2[i], vmax2[i], steps[i], kAdam);
+      else
+        _fused_adam_(p2[i], g[i], m2[i], v2[i], vmax2[i], steps[i], kAdam);
       CHECK(same_bits(p[i], p2[i]));
       CHECK(same_bits(m[i], m2[i]));
       CHECK(same_bits(v[i], v2[i]));
@@ -210,10 +220,11 @@ TEST_CASE("The fused steps refuse bad operands") {
   AdamConfig ams = kAdam;
   CHECK_THROWS_WITH_AS(_fused_adam_(p, g, m, v, Tensor(), 1, ams),
                        doctest::Contains("_fused_adam_: argument 'max_exp_avg_sq' is an undefined tensor"), Error);
-  CHECK_THROWS_WITH_AS(_fused_adam_(p, g, m, v, Tensor(), 0, c),
-                       doctest::Contains("_fused_adam_: step must be a finite count >= 1 (the count after this update), "
-                                         "got 0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      _fused_adam_(p, g, m, v, Tensor(), 0, c),
+      doctest::Contains("_fused_adam_: step must be a finite count >= 1 (the count after this update), "
+                        "got 0"),
+      Error);
   CHECK_THROWS_WITH_AS(_fused_adam_(p, g, m, v, Tensor(), kNaN, c),
                        doctest::Contains("_fused_adam_: step must be a finite count >= 1"), Error);
   const SgdConfig plain{.lr = 0.1};

@@ -67,8 +67,10 @@ struct RefAdamParam {
     for (size_t i = 0; i < p.size(); ++i) {
       double g = o.maximize ? -grad[i] : grad[i];
       if (o.weight_decay != 0) {
-        if (o.decoupled) p[i] *= 1 - o.lr * o.weight_decay;
-        else g += o.weight_decay * p[i];
+        if (o.decoupled)
+          p[i] *= 1 - o.lr * o.weight_decay;
+        else
+          g += o.weight_decay * p[i];
       }
       m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
       v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;

@@ -12,8 +12,12 @@ namespace {
 
 template <typename Options>
 Options to_options(const RefAdam& r) {
-  return {.lr = r.lr, .betas = {r.beta1, r.beta2}, .eps = r.eps, .weight_decay = r.weight_decay,
-          .amsgrad = r.amsgrad, .maximize = r.maximize};
+  return {.lr = r.lr,
+          .betas = {r.beta1, r.beta2},
+          .eps = r.eps,
+          .weight_decay = r.weight_decay,
+          .amsgrad = r.amsgrad,
+          .maximize = r.maximize};
 }
 
 // `steps` steps of Adam (or AdamW when r.decoupled) on two parameters in `dtype`, checked
@@ -34,8 +38,10 @@ void check_adam_steps(const RefAdam& r, DType dtype, int steps) {
       CHECK(st.step == s + 1);
       check_close(st.exp_avg, ref[i].m, params[i].sizes(), "exp_avg");
       check_close(st.exp_avg_sq, ref[i].v, params[i].sizes(), "exp_avg_sq");
-      if (r.amsgrad) check_close(st.max_exp_avg_sq, ref[i].vmax, params[i].sizes(), "max_exp_avg_sq");
-      else CHECK_FALSE(st.max_exp_avg_sq.defined());
+      if (r.amsgrad)
+        check_close(st.max_exp_avg_sq, ref[i].vmax, params[i].sizes(), "max_exp_avg_sq");
+      else
+        CHECK_FALSE(st.max_exp_avg_sq.defined());
       CHECK(st.exp_avg.dtype() == dtype);
     }
   }
@@ -49,8 +55,8 @@ const std::vector<std::pair<std::string, RefAdam>>& adam_cases() {
       {"weight_decay", {.lr = 0.01, .weight_decay = 0.1}},
       {"amsgrad", {.lr = 0.01, .amsgrad = true}},
       {"maximize", {.lr = 0.01, .maximize = true}},
-      {"everything", {.lr = 0.02, .beta1 = 0.5, .beta2 = 0.9, .eps = 1e-4, .weight_decay = 0.2, .amsgrad = true,
-                      .maximize = true}},
+      {"everything",
+       {.lr = 0.02, .beta1 = 0.5, .beta2 = 0.9, .eps = 1e-4, .weight_decay = 0.2, .amsgrad = true, .maximize = true}},
   };
   return cases;
 }
@@ -109,8 +115,7 @@ TEST_CASE("Adam and AdamW in float16 and bfloat16 match the reference over one s
   for (DType dtype : {kFloat16, kBFloat16}) {
     INFO(dtype_name(dtype));
     check_adam_steps<optim::Adam, optim::AdamOptions>({.lr = 0.01, .weight_decay = 0.1, .amsgrad = true}, dtype, 1);
-    check_adam_steps<optim::AdamW, optim::AdamWOptions>({.lr = 0.01, .weight_decay = 0.1, .decoupled = true}, dtype,
-                                                        1);
+    check_adam_steps<optim::AdamW, optim::AdamWOptions>({.lr = 0.01, .weight_decay = 0.1, .decoupled = true}, dtype, 1);
   }
 }
 
@@ -211,12 +216,14 @@ TEST_CASE("AdamW refuses a gradient of the wrong shape or dtype, naming the para
   set_random_grad(a);
   b.mutable_grad() = random({3});
   const std::vector<double> a_before = values(a);
-  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("AdamW: the gradient of parameter 1 has shape [3] but the "
-                                                     "parameter has shape [2]"),
+  CHECK_THROWS_WITH_AS(opt.step(),
+                       doctest::Contains("AdamW: the gradient of parameter 1 has shape [3] but the "
+                                         "parameter has shape [2]"),
                        Error);
   b.mutable_grad() = random({2}, kFloat16);
-  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("AdamW: the gradient of parameter 1 has dtype float16 but the "
-                                                     "parameter has dtype float32"),
+  CHECK_THROWS_WITH_AS(opt.step(),
+                       doctest::Contains("AdamW: the gradient of parameter 1 has dtype float16 but the "
+                                         "parameter has dtype float32"),
                        Error);
   CHECK(values(a) == a_before);
   CHECK(opt.state(0).step == 0);
@@ -231,9 +238,9 @@ TEST_CASE("AdamW's state dict: the key scheme") {
   optim::StepLR sched(opt, 10);  // records initial_lr
   const StateDict sd = opt.state_dict();
   const std::vector<std::string> expected = {
-      "state.0.step",          "state.0.exp_avg",        "state.0.exp_avg_sq",    "state.0.max_exp_avg_sq",
-      "param_groups.0.params", "param_groups.0.initial_lr", "param_groups.0.lr",  "param_groups.0.betas.0",
-      "param_groups.0.betas.1", "param_groups.0.eps",     "param_groups.0.weight_decay", "param_groups.0.amsgrad",
+      "state.0.step",           "state.0.exp_avg",           "state.0.exp_avg_sq",          "state.0.max_exp_avg_sq",
+      "param_groups.0.params",  "param_groups.0.initial_lr", "param_groups.0.lr",           "param_groups.0.betas.0",
+      "param_groups.0.betas.1", "param_groups.0.eps",        "param_groups.0.weight_decay", "param_groups.0.amsgrad",
       "param_groups.0.maximize"};
   CHECK(sd.keys() == expected);
   CHECK(sd.at("state.0.step").item<double>() == 1.0);
@@ -257,8 +264,10 @@ TEST_CASE("AdamW with a scheduler resumes from state dicts bit for bit") {
     optim::CosineAnnealingLR sched(opt, 20, 1e-4);
     for (int s = 0; s < 4; ++s) {
       set_random_grad(a);
-      if (s % 2 == 0) set_random_grad(b);  // b's step count lags
-      else b.mutable_grad() = Tensor();
+      if (s % 2 == 0)
+        set_random_grad(b);  // b's step count lags
+      else
+        b.mutable_grad() = Tensor();
       opt.step();
       sched.step();
     }
@@ -325,8 +334,7 @@ TEST_CASE("Adam refuses bad state dicts and stays as it was") {
        "Adam.load_state_dict: state.0.exp_avg has shape [1, 3] but parameter 0 has shape [3]"},
       {"beta out of range", replaced("param_groups.0.betas.0", optim::scalar_state(1.0)),
        "Adam: invalid beta parameter at index 0: 1"},
-      {"negative lr", replaced("param_groups.0.lr", optim::scalar_state(-0.5)),
-       "Adam: invalid learning rate: -0.5"},
+      {"negative lr", replaced("param_groups.0.lr", optim::scalar_state(-0.5)), "Adam: invalid learning rate: -0.5"},
   };
   for (const Bad& b : bad) {
     INFO(b.what);

@@ -15,8 +15,10 @@ double reference_norm(const std::vector<std::vector<double>>& grads, double p) {
   double acc = 0;
   for (const auto& g : grads)
     for (double x : g) {
-      if (std::isinf(p)) acc = std::max(acc, std::abs(x));
-      else acc += std::pow(std::abs(x), p);
+      if (std::isinf(p))
+        acc = std::max(acc, std::abs(x));
+      else
+        acc += std::pow(std::abs(x), p);
     }
   return std::isinf(p) ? acc : std::pow(acc, 1.0 / p);
 }
@@ -95,10 +97,11 @@ TEST_CASE("clip_grad_norm_ with a non-finite norm: an error on request, NaN grad
   g[2] = kNaN;
   p.mutable_grad() = from_vector(g, {4}).to(kFloat32);
   const std::vector<double> before = values(p.grad());
-  CHECK_THROWS_WITH_AS(nn::utils::clip_grad_norm_({p}, 1.0, 2.0, true),
-                       doctest::Contains("clip_grad_norm_: the total norm of order 2 for gradients from `parameters` is "
-                                         "non-finite (nan), so it cannot be clipped"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      nn::utils::clip_grad_norm_({p}, 1.0, 2.0, true),
+      doctest::Contains("clip_grad_norm_: the total norm of order 2 for gradients from `parameters` is "
+                        "non-finite (nan), so it cannot be clipped"),
+      Error);
   const std::vector<double> unchanged = values(p.grad());
   for (size_t i = 0; i < 4; ++i) CHECK((std::isnan(before[i]) ? std::isnan(unchanged[i]) : unchanged[i] == before[i]));
   const Tensor total = nn::utils::clip_grad_norm_({p}, 1.0);

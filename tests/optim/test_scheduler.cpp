@@ -130,26 +130,29 @@ TEST_CASE("A scheduler refuses an optimizer whose group count changed") {
   optim::SGD opt({random_param({2})}, {.lr = 0.1});
   optim::StepLR sched(opt, 1);
   opt.add_param_group({random_param({1})});
-  CHECK_THROWS_WITH_AS(sched.step(), doctest::Contains("StepLR: the optimizer has 2 parameter groups but had 1 when the "
-                                                       "scheduler was made"),
+  CHECK_THROWS_WITH_AS(sched.step(),
+                       doctest::Contains("StepLR: the optimizer has 2 parameter groups but had 1 when the "
+                                         "scheduler was made"),
                        Error);
 }
 
 TEST_CASE("Schedulers refuse bad settings") {
   optim::SGD opt({random_param({2})}, {.lr = 0.1});
   CHECK_THROWS_WITH_AS(optim::StepLR(opt, 0), doctest::Contains("StepLR: step_size must be positive, got 0"), Error);
-  CHECK_THROWS_WITH_AS(optim::StepLR(opt, 2, -0.5), doctest::Contains("StepLR: gamma must be a finite number >= 0, got "
-                                                                     "-0.5"),
+  CHECK_THROWS_WITH_AS(optim::StepLR(opt, 2, -0.5),
+                       doctest::Contains("StepLR: gamma must be a finite number >= 0, got "
+                                         "-0.5"),
                        Error);
   CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.0),
                        doctest::Contains("LinearLR: starting multiplicative factor expected to be greater than 0 and "
                                          "less or equal to 1, got 0"),
                        Error);
-  CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.5, 1.5),
-                       doctest::Contains("LinearLR: ending multiplicative factor expected to be between 0 and 1, got 1.5"),
-                       Error);
-  CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.5, 1.0, 0), doctest::Contains("LinearLR: total_iters must be positive, "
-                                                                           "got 0"),
+  CHECK_THROWS_WITH_AS(
+      optim::LinearLR(opt, 0.5, 1.5),
+      doctest::Contains("LinearLR: ending multiplicative factor expected to be between 0 and 1, got 1.5"), Error);
+  CHECK_THROWS_WITH_AS(optim::LinearLR(opt, 0.5, 1.0, 0),
+                       doctest::Contains("LinearLR: total_iters must be positive, "
+                                         "got 0"),
                        Error);
   CHECK_THROWS_WITH_AS(optim::CosineAnnealingLR(opt, 0), doctest::Contains("CosineAnnealingLR: T_max must be positive"),
                        Error);
@@ -157,15 +160,17 @@ TEST_CASE("Schedulers refuse bad settings") {
                        doctest::Contains("CosineAnnealingLR: eta_min must be a finite number >= 0, got -1"), Error);
   auto s1 = std::make_shared<optim::StepLR>(opt, 2);
   auto s2 = std::make_shared<optim::StepLR>(opt, 3);
-  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {}, {}), doctest::Contains("SequentialLR: expects at least one "
-                                                                           "scheduler"),
+  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {}, {}),
+                       doctest::Contains("SequentialLR: expects at least one "
+                                         "scheduler"),
                        Error);
   CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {s1, s2}, {}),
                        doctest::Contains("SequentialLR: expects one more scheduler than milestones, got 2 schedulers "
                                          "and 0 milestones"),
                        Error);
-  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {s1, nullptr}, {3}), doctest::Contains("SequentialLR: scheduler 1 is "
-                                                                                      "null"),
+  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {s1, nullptr}, {3}),
+                       doctest::Contains("SequentialLR: scheduler 1 is "
+                                         "null"),
                        Error);
   optim::SGD other({random_param({2})});
   auto foreign = std::make_shared<optim::StepLR>(other, 2);
@@ -174,12 +179,12 @@ TEST_CASE("Schedulers refuse bad settings") {
                                          "sequence's"),
                        Error);
   auto s3 = std::make_shared<optim::StepLR>(opt, 4);
-  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {s1, s2, s3}, {5, 5}),
-                       doctest::Contains("SequentialLR: milestones must be positive and increasing, got 5 at position 1"),
-                       Error);
-  CHECK_THROWS_WITH_AS(optim::SequentialLR(opt, {s1, s2}, {0}),
-                       doctest::Contains("SequentialLR: milestones must be positive and increasing, got 0 at position 0"),
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      optim::SequentialLR(opt, {s1, s2, s3}, {5, 5}),
+      doctest::Contains("SequentialLR: milestones must be positive and increasing, got 5 at position 1"), Error);
+  CHECK_THROWS_WITH_AS(
+      optim::SequentialLR(opt, {s1, s2}, {0}),
+      doctest::Contains("SequentialLR: milestones must be positive and increasing, got 0 at position 0"), Error);
 }
 
 TEST_CASE("A scheduler's state dict: keys and a resume that continues the sequence") {
@@ -189,8 +194,8 @@ TEST_CASE("A scheduler's state dict: keys and a resume that continues the sequen
   for (int e = 0; e < 7; ++e) sched.step();
   const StateDict sd = sched.state_dict();
   CHECK(sd.metadata().at("kiln.lr_scheduler") == "StepLR");
-  const std::vector<std::string> expected = {"last_epoch", "_step_count", "base_lrs.0", "base_lrs.1", "_last_lr.0",
-                                             "_last_lr.1", "step_size", "gamma"};
+  const std::vector<std::string> expected = {"last_epoch", "_step_count", "base_lrs.0", "base_lrs.1",
+                                             "_last_lr.0", "_last_lr.1",  "step_size",  "gamma"};
   CHECK(sd.keys() == expected);
   CHECK(sd.at("last_epoch").item<double>() == 7);
   CHECK(sd.at("_step_count").item<double>() == 8);
@@ -286,8 +291,9 @@ TEST_CASE("Schedulers refuse bad state dicts and stay as they were") {
        "StepLR.load_state_dict: last_epoch 1 and _step_count -3 are not a scheduler's progress"},
       {"missing group", without("base_lrs.1"),
        "StepLR.load_state_dict: the state dict has 1 parameter groups but the scheduler has 2"},
-      {"extra group", three_groups, "StepLR.load_state_dict: the state dict has more than the scheduler's 2 parameter "
-                                    "groups"},
+      {"extra group", three_groups,
+       "StepLR.load_state_dict: the state dict has more than the scheduler's 2 parameter "
+       "groups"},
       {"negative base lr", replaced("base_lrs.0", optim::scalar_state(-1)),
        "StepLR.load_state_dict: invalid learning rates -1 (base) and 0.1 (last) for group 0"},
       {"unexpected key", extra, "StepLR.load_state_dict: unexpected key 'verbose'"},

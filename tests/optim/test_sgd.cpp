@@ -12,8 +12,12 @@ using namespace kiln::testing;
 namespace {
 
 optim::SGDOptions to_options(const RefSgd& r) {
-  return {.lr = r.lr, .momentum = r.momentum, .dampening = r.dampening, .weight_decay = r.weight_decay,
-          .nesterov = r.nesterov, .maximize = r.maximize};
+  return {.lr = r.lr,
+          .momentum = r.momentum,
+          .dampening = r.dampening,
+          .weight_decay = r.weight_decay,
+          .nesterov = r.nesterov,
+          .maximize = r.maximize};
 }
 
 // Runs `steps` SGD steps on two parameters in `dtype` and checks parameters and momentum
@@ -213,14 +217,16 @@ TEST_CASE("SGD refuses a gradient of the wrong shape or dtype, naming the parame
   set_random_grad(a);
   b.mutable_grad() = random({3, 2});
   const std::vector<double> a_before = values(a);
-  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("SGD: the gradient of parameter 1 has shape [3, 2] but the "
-                                                     "parameter has shape [2, 3]"),
+  CHECK_THROWS_WITH_AS(opt.step(),
+                       doctest::Contains("SGD: the gradient of parameter 1 has shape [3, 2] but the "
+                                         "parameter has shape [2, 3]"),
                        Error);
   CHECK(values(a) == a_before);
   CHECK_FALSE(opt.state(0).momentum_buffer.defined());
   b.mutable_grad() = random({2, 3}, kFloat64);
-  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("SGD: the gradient of parameter 1 has dtype float64 but the "
-                                                     "parameter has dtype float32"),
+  CHECK_THROWS_WITH_AS(opt.step(),
+                       doctest::Contains("SGD: the gradient of parameter 1 has dtype float64 but the "
+                                         "parameter has dtype float32"),
                        Error);
   CHECK(values(a) == a_before);
 }
@@ -235,11 +241,11 @@ TEST_CASE("SGD's state dict: keys, numbers as 0-dim float64 CPU tensors, copies"
   const StateDict sd = opt.state_dict();
   CHECK(sd.metadata().at("kiln.optimizer") == "SGD");
   const std::vector<std::string> expected = {
-      "state.0.momentum_buffer",   "param_groups.0.params",       "param_groups.1.params",
-      "param_groups.0.lr",         "param_groups.0.momentum",     "param_groups.0.dampening",
-      "param_groups.0.weight_decay", "param_groups.0.nesterov",    "param_groups.0.maximize",
-      "param_groups.1.lr",         "param_groups.1.momentum",     "param_groups.1.dampening",
-      "param_groups.1.weight_decay", "param_groups.1.nesterov",   "param_groups.1.maximize"};
+      "state.0.momentum_buffer",     "param_groups.0.params",   "param_groups.1.params",
+      "param_groups.0.lr",           "param_groups.0.momentum", "param_groups.0.dampening",
+      "param_groups.0.weight_decay", "param_groups.0.nesterov", "param_groups.0.maximize",
+      "param_groups.1.lr",           "param_groups.1.momentum", "param_groups.1.dampening",
+      "param_groups.1.weight_decay", "param_groups.1.nesterov", "param_groups.1.maximize"};
   CHECK(sd.keys() == expected);
   const Tensor& lr = sd.at("param_groups.1.lr");
   CHECK(lr.dim() == 0);
@@ -352,7 +358,9 @@ TEST_CASE("SGD refuses bad state dicts and stays as it was") {
        "SGD.load_state_dict: the state dict has more parameter groups than the optimizer's 2"},
       {"missing group", edited([](auto& e) { e.erase("param_groups.1.params"); }),
        "SGD.load_state_dict: the state dict has 1 parameter groups but the optimizer has 2"},
-      {"group size", edited([](auto& e) { e["param_groups.1.params"] = from_vector<int64_t>({1, 2}); }),
+      {"group size", edited([](auto& e) {
+         e["param_groups.1.params"] = from_vector<int64_t>({1, 2});
+       }),
        "SGD.load_state_dict: parameter group 1 of the state dict has 2 parameters but the optimizer's has 1"},
       {"group numbering", edited([](auto& e) { e["param_groups.1.params"] = from_vector<int64_t>({0}); }),
        "SGD.load_state_dict: param_groups.1.params lists parameter 0 at position 0; the optimizer numbers it 1"},
