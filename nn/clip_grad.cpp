@@ -11,8 +11,11 @@ namespace kiln::nn::utils {
 
 namespace {
 
-// The norm_type-norm of all elements of `x` as a 0-dim tensor of x's dtype.
+// The norm_type-norm of all elements of `x` as a 0-dim tensor of x's dtype. 16-bit inputs are
+// reduced in float32 (as torch.linalg.vector_norm accumulates them), so squares of large
+// float16 values do not overflow before the sum.
 Tensor vector_norm(const Tensor& x, double norm_type) {
+  if (x.element_size() == 2) return vector_norm(x.to(kFloat32), norm_type).to(x.dtype());
   if (std::isinf(norm_type)) return max(abs(x));
   if (norm_type == 1.0) return sum(abs(x));
   if (norm_type == 2.0) return sqrt(sum(x * x));

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "../ops/factory.h"
 #include "../ops/optimizer_step.h"
 
 namespace kiln::optim {
@@ -52,8 +53,9 @@ void SGD::step() {
         bp.push_back(ps[bucket[k]]);
         bg.push_back(grads[bucket[k]]);
         first[k] = momentum && !state_[index].momentum_buffer.defined();
-        // A new buffer: the kernel writes the gradient into it without reading it.
-        if (momentum) bufs.push_back(first[k] ? empty_like(bp.back()) : state_[index].momentum_buffer);
+        // A new buffer: the kernel sets it to the gradient (zeroed first, so no kernel ever
+        // loads uninitialised memory).
+        if (momentum) bufs.push_back(first[k] ? zeros_like(bp.back()) : state_[index].momentum_buffer);
       }
       _fused_sgd_(bp, bg, bufs, config, std::span<const bool>(first.get(), bucket.size()));
       // Kept only once the step has run (a refused step leaves the state as it was).

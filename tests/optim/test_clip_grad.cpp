@@ -82,6 +82,16 @@ TEST_CASE("clip_grad_norm_ over gradients of different dtypes computes the norm 
   check_close(params[0].grad(), expected, {8});
 }
 
+TEST_CASE("clip_grad_norm_ of float16 gradients whose squares overflow float16") {
+  // 300^2 = 90000 is past float16's largest value (65504); the norm itself (about 424) is not.
+  Tensor p = random_param({2}, kFloat16);
+  p.mutable_grad() = from_vector<double>({300.0, -300.0}, {2}).to(kFloat16);
+  const Tensor total = nn::utils::clip_grad_norm_({p}, 1000.0);
+  CHECK(total.dtype() == kFloat16);
+  CHECK(total.item<double>() == doctest::Approx(300.0 * std::sqrt(2.0)).epsilon(1e-3));
+  CHECK(values(p.grad()) == std::vector<double>{300.0, -300.0});
+}
+
 TEST_CASE("clip_grad_norm_ with no gradients returns 0") {
   std::vector<Tensor> params = {random_param({3})};
   const Tensor total = nn::utils::clip_grad_norm_(params, 1.0);
