@@ -15,4 +15,5 @@
 #include "ops/ops.h"
 #include "autograd/autograd.h"
 #include "nn/nn.h"
+#include "optim/optim.h"
 #include "profiler/profiler_api.h"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "activation.h"
+#include "clip_grad.h"
 #include "embedding.h"
 #include "init.h"
 #include "linear.h"

@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "../tensor/generator.h"
 #include "../tensor/tensor.h"
 #include "dispatch.h"
+#include "optimizer_math.h"
 
 namespace kiln {
 
@@ -115,6 +117,28 @@ enum class ScatterMode : uint8_t { Assign, Add };
 using ScatterKernel = void (*)(ScatterMode mode, const Tensor& self, const Tensor& src, const Tensor& index,
                                int64_t self_dim_stride, int64_t dim_size);
 
+/// One optimizer step of one parameter, in place, with ops/optimizer_math.h's functor: every
+/// operand has the parameter's shape, floating dtype and device, any strides (param and the
+/// state it writes without overlapping elements). momentum_buffer is undefined when
+/// config.momentum == 0.
+using SgdStepKernel = void (*)(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                               const SgdConfig& config, bool first_step);
+/// Adam (decoupled == false) or AdamW step at step count `step` (>= 1, after this update);
+/// max_exp_avg_sq is defined exactly when config.amsgrad.
+using AdamStepKernel = void (*)(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                                const Tensor& exp_avg_sq, const Tensor& max_exp_avg_sq, double step,
+                                const AdamConfig& config, bool decoupled);
+/// The multi-tensor forms (CUDA): lists of equal length of contiguous tensors on one device
+/// with one floating dtype, list k's tensor i of parameter i's shape; a few launches in all.
+using SgdMultiStepKernel = void (*)(std::span<const Tensor> params, std::span<const Tensor> grads,
+                                    std::span<const Tensor> momentum_buffers, const SgdConfig& config,
+                                    std::span<const bool> first_steps);
+/// Multi-tensor Adam/AdamW; max_exp_avg_sqs is empty unless config.amsgrad.
+using AdamMultiStepKernel = void (*)(std::span<const Tensor> params, std::span<const Tensor> grads,
+                                     std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+                                     std::span<const Tensor> max_exp_avg_sqs, std::span<const double> steps,
+                                     const AdamConfig& config, bool decoupled);
+
 namespace dispatch {
 extern KernelTable<UnaryKernel> unary_kernels;
 extern KernelTable<BinaryKernel> binary_kernels;
@@ -134,6 +158,10 @@ extern KernelTable<MaskedFillKernel> masked_fill_kernels;
 extern KernelTable<IndexCheckKernel> index_check_kernels;
 extern KernelTable<GatherKernel> gather_kernels;
 extern KernelTable<ScatterKernel> scatter_kernels;
+extern KernelTable<SgdStepKernel> sgd_step_kernels;
+extern KernelTable<AdamStepKernel> adam_step_kernels;
+extern KernelTable<SgdMultiStepKernel> sgd_multi_step_kernels;
+extern KernelTable<AdamMultiStepKernel> adam_multi_step_kernels;
 }  // namespace dispatch
 
 }  // namespace kiln

@@ -30,7 +30,9 @@
   X(pin_memory) X(_pin_memory) X(record_stream)                                                   \
   /* factories and fills (ops/records/factory.cpp) */                                              \
   X(empty) X(zeros) X(ones) X(full) X(eye) X(arange) X(rand) X(randn) X(from_vector) X(tensor)    \
-  X(fill_) X(zero_) X(uniform_) X(normal_)
+  X(fill_) X(zero_) X(uniform_) X(normal_)                                                       \
+  /* optimizer steps (ops/records/optimizer.cpp) */                                                \
+  X(_fused_sgd_) X(_fused_adam_) X(_fused_adamw_)
 // clang-format on
 
 namespace kiln {

@@ -19,7 +19,7 @@ constexpr std::array<const OpDesc*, static_cast<size_t>(OpId::kCount)> kAllOps =
 };
 
 const char* kind_name(const AttrValue& v) {
-  constexpr const char* kNames[] = {"None", "int", "float", "bool", "Scalar", "int[]", "dtype", "device", "str"};
+  constexpr const char* kNames[] = {"None", "int", "float", "bool", "Scalar", "int[]", "dtype", "device", "str", "float[]"};
   return kNames[v.index()];
 }
 
@@ -62,6 +62,7 @@ std::string attr_str(const AttrValue& value) {
         else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
         else if constexpr (std::is_same_v<T, Shape>) return fmt::format("[{}]", fmt::join(v, ", "));
         else if constexpr (std::is_same_v<T, std::string_view>) return fmt::format("'{}'", v);
+        else if constexpr (std::is_same_v<T, std::vector<double>>) return fmt::format("[{}]", fmt::join(v, ", "));
         else return fmt::format("{}", v);
       },
       value);
@@ -97,6 +98,9 @@ DType attr_dtype(std::span<const AttrValue> attrs, size_t i) { return get<DType>
 Device attr_device(std::span<const AttrValue> attrs, size_t i) { return get<Device>(attrs, i, "device"); }
 std::string_view attr_string(std::span<const AttrValue> attrs, size_t i) {
   return get<std::string_view>(attrs, i, "str");
+}
+const std::vector<double>& attr_doubles(std::span<const AttrValue> attrs, size_t i) {
+  return get<std::vector<double>>(attrs, i, "float[]");
 }
 
 }  // namespace kiln

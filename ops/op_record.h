@@ -34,10 +34,11 @@ struct OpCost {
 
 /// One attribute value: absent (an optional left out), a number, a flag, a scalar, a list of
 /// ints (dims, sizes), a dtype, a device, or a static string (gelu's approximate).
-using AttrValue = std::variant<std::monostate, int64_t, double, bool, Scalar, Shape, DType, Device, std::string_view>;
+using AttrValue =
+    std::variant<std::monostate, int64_t, double, bool, Scalar, Shape, DType, Device, std::string_view, std::vector<double>>;
 
 /// What kind of value an attribute slot holds (for printing and checking recorded calls).
-enum class AttrKind : uint8_t { Int, Double, Bool, Scalar, OptionalScalar, IntList, DType, Device, String, OptionalInt };
+enum class AttrKind : uint8_t { Int, Double, Bool, Scalar, OptionalScalar, IntList, DType, Device, String, OptionalInt, DoubleList };
 
 /// An attribute slot: its name as in PyTorch's schema and its kind.
 struct AttrSpec {
@@ -154,6 +155,8 @@ DType attr_dtype(std::span<const AttrValue> attrs, size_t i);
 Device attr_device(std::span<const AttrValue> attrs, size_t i);
 /// The string at `i`.
 std::string_view attr_string(std::span<const AttrValue> attrs, size_t i);
+/// The float list at `i`.
+const std::vector<double>& attr_doubles(std::span<const AttrValue> attrs, size_t i);
 
 namespace detail {
 /// An attribute value from an op's argument (the conversions OpScope applies).
@@ -170,6 +173,8 @@ inline AttrValue to_attr(const char* v) { return std::string_view(v); }
 inline AttrValue to_attr(const std::optional<Scalar>& v) { return v ? AttrValue(*v) : AttrValue(); }
 inline AttrValue to_attr(const std::optional<int64_t>& v) { return v ? AttrValue(*v) : AttrValue(); }
 inline AttrValue to_attr(std::monostate) { return {}; }
+inline AttrValue to_attr(std::span<const double> v) { return std::vector<double>(v.begin(), v.end()); }
+inline AttrValue to_attr(const std::vector<double>& v) { return v; }
 }  // namespace detail
 
 }  // namespace kiln

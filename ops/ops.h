@@ -14,6 +14,7 @@
 #include "masked_fill.h"
 #include "matmul.h"
 #include "op_scope.h"
+#include "optimizer_step.h"
 #include "reduce.h"
 #include "softmax.h"
 #include "unary.h"

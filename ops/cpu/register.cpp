@@ -19,6 +19,7 @@ void register_cpu_kernels() {
   cpu::register_clamp_kernels();
   cpu::register_masked_fill_kernels();
   cpu::register_indexing_kernels();
+  cpu::register_optimizer_step_kernels();
 }
 
 }  // namespace kiln::dispatch

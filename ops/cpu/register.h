@@ -16,5 +16,6 @@ void register_loss_kernels();
 void register_clamp_kernels();
 void register_masked_fill_kernels();
 void register_indexing_kernels();
+void register_optimizer_step_kernels();
 
 }  // namespace kiln::cpu

@@ -20,6 +20,7 @@ void register_cuda_kernels() {
   cuda_kernels::register_clamp_kernels();
   cuda_kernels::register_masked_fill_kernels();
   cuda_kernels::register_indexing_kernels();
+  cuda_kernels::register_optimizer_step_kernels();
 }
 
 }  // namespace kiln::dispatch

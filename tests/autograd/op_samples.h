@@ -147,6 +147,26 @@ inline std::vector<OpSample> op_samples(Device device, DType dtype) {
   sample("zero_", {r({3})}, [](V x) { Tensor t = x[0].clone(); return t.zero_(); });
   sample("uniform_", {r({3})}, [](V x) { Tensor t = x[0].clone(); return t.uniform_(-1, 1); });
   sample("normal_", {r({3})}, [](V x) { Tensor t = x[0].clone(); return t.normal_(0, 2); });
+  // Optimizer steps (the list forms; state tensors positive where a square root reads them).
+  sample("_fused_sgd_", {r({3, 2}), r({3, 2}), r({3, 2}), r({4}), r({4}), r({4})}, [](V x) {
+    const std::vector<Tensor> c = {x[0].clone(), x[3].clone()};
+    const std::vector<Tensor> g = {x[1], x[4]}, m = {x[2].clone(), x[5].clone()};
+    const bool first[] = {false, true};
+    _fused_sgd_(c, g, m, {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01, .nesterov = true},
+                first);
+    return cat({c[0].reshape({-1}), c[1]}, 0);
+  });
+  for (const char* name : {"_fused_adam_", "_fused_adamw_"}) {
+    const std::string op = name;
+    sample(op, {r({3, 2}), r({3, 2}), r({3, 2}), pos({3, 2})}, [op](V x) {
+      const std::vector<Tensor> p = {x[0].clone()}, g = {x[1]}, m = {x[2].clone()}, v = {x[3].clone()};
+      const double steps[] = {3};
+      const AdamConfig config{.lr = 0.01, .weight_decay = 0.1};
+      if (op == "_fused_adam_") _fused_adam_(p, g, m, v, {}, steps, config);
+      else _fused_adamw_(p, g, m, v, {}, steps, config);
+      return p[0];
+    });
+  }
   return s;
 }
 

@@ -2,7 +2,7 @@
 // observer that keeps each call of the sample's op (at any depth: _to_copy runs inside to)
 // and each call at depth 0, replays every recorded call of the sample's op, and compares
 // the replayed outputs with the recorded ones. Inputs are kept as they were passed (same
-// strides), except the one an in-place op writes, which is cloned before the kernel runs.
+// strides), except those of an in-place op, which are cloned before the kernel writes.
 #pragma once
 
 #include "op_samples.h"
@@ -27,7 +27,7 @@ class CallRecorder final : public OpObserver {
     r.op = call.op;
     for (size_t i = 0; i < call.inputs.size(); ++i) {
       const Tensor* t = call.inputs[i];
-      const bool written = i == 0 && call.op->has(kOpInPlace);
+      const bool written = call.op->has(kOpInPlace);  // in place: cloned before the kernel writes
       r.inputs.push_back(t == nullptr ? Tensor() : written ? t->detach().clone() : t->detach());
     }
     r.attrs.assign(call.attrs.begin(), call.attrs.end());
