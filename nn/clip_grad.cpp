@@ -1,12 +1,12 @@
 // clip_grad_norm_: per-gradient norms, the norm of those norms, and one multiply per gradient
 // by the clamped coefficient, all as Kiln ops on the gradients' devices.
-#include "../ops/grad_mode.h"
 #include "clip_grad.h"
 
 #include <cmath>
 #include <limits>
 
 #include "../ops/ops.h"
+#include "../ops/grad_mode.h"
 
 namespace kiln::nn::utils {
 

@@ -1,13 +1,13 @@
 // Adam and AdamW: hyperparameter checks, the step over each group's parameters with
 // gradients (state created on a parameter's first step, step counts incremented on the
 // host, then one fused list op per bucket), and the per-parameter state in the state dict.
-#include "../ops/grad_mode.h"
 #include "adam.h"
 
 #include <cmath>
 
 #include "../ops/factory.h"
 #include "../ops/optimizer_step.h"
+#include "../ops/grad_mode.h"
 
 namespace kiln::optim {
 

@@ -1,10 +1,10 @@
 // Optimizer's group bookkeeping, zero_grad and the untyped part of its state dict.
-#include "../ops/grad_mode.h"
 #include "optimizer.h"
 
 #include <unordered_set>
 
 #include "../tensor/shape.h"
+#include "../ops/grad_mode.h"
 
 namespace kiln::optim {
 

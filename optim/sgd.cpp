@@ -1,12 +1,12 @@
 // SGD: validation of its hyperparameters, the step over each group's parameters with
 // gradients (through the fused list op), and its per-parameter state in the state dict.
-#include "../ops/grad_mode.h"
 #include "sgd.h"
 
 #include <memory>
 
 #include "../ops/factory.h"
 #include "../ops/optimizer_step.h"
+#include "../ops/grad_mode.h"
 
 namespace kiln::optim {
 
