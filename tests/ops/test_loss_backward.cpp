@@ -301,3 +301,39 @@ TEST_CASE("loss backward errors") {
   CHECK_THROWS_WITH_AS(_nll_loss_backward(g, random({4, 5}, kInt32), target, f.count),
                        has(nll + "unsupported input dtype int32"), kiln::Error);
 }
+
+namespace {
+// Records each top-level op (depth 0) and its output count.
+struct TopLevelOps : OpObserver {
+  std::vector<std::pair<std::string, size_t>> ends;
+  void on_op_begin(const OpCall&) override {}
+  void on_op_end(const OpCall& c) override {
+    if (c.depth == 0) ends.emplace_back(c.name, c.outputs.size());
+  }
+};
+}  // namespace
+
+TEST_CASE("the loss pieces are ops: one scope each, with all their outputs") {
+  const Tensor logits = random({4, 5});
+  const Tensor target = random_targets({4}, 5);
+  const CrossEntropyForward f = _cross_entropy_forward(logits, target);
+  const NllLossForward n = _nll_loss_forward(logits, target);
+  const Tensor one = ones({});
+  TopLevelOps log;
+  add_op_observer(&log);
+  (void)cross_entropy(logits, target);
+  (void)_cross_entropy_forward(logits, target);
+  (void)_cross_entropy_backward(one, logits, target, f.logsumexp, f.count);
+  (void)nll_loss(logits, target);
+  (void)_nll_loss_forward(logits, target);
+  (void)_nll_loss_backward(one, logits, target, n.count);
+  remove_op_observer(&log);
+  const std::vector<std::pair<std::string, size_t>> want = {
+      {"cross_entropy", 1}, {"_cross_entropy_forward", 3}, {"_cross_entropy_backward", 1},
+      {"nll_loss", 1},      {"_nll_loss_forward", 2},      {"_nll_loss_backward", 1}};
+  REQUIRE(log.ends.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(log.ends[i].first == want[i].first);
+    CHECK(log.ends[i].second == want[i].second);
+  }
+}
