@@ -90,14 +90,16 @@ using NllLossKernel = void (*)(const Tensor& out, const Tensor& count, const Ten
 using NllLossBackwardKernel = void (*)(const Tensor& grad, const Tensor& grad_out, const Tensor& target,
                                        const Tensor& count, int64_t ignore_index);
 /// Fused cross entropy (log-softmax, gather and mean in one pass over the logits): writes
-/// lse[i] = log(sum_c exp(logits[i, c])) (lse [N] in float32, float64 for float64 logits),
+/// lse[i] = log(sum_c exp(logits[i, c])) (lse: N contiguous elements of any shape, float32,
+/// float64 for float64 logits),
 /// loss (0-dim, logits' dtype) = mean over the rows that count of lse[i] - logits[i,
 /// target[i]] (NaN when none does), and count.
 using CrossEntropyKernel = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& count, const Tensor& logits,
                                     const Tensor& target, int64_t ignore_index);
 /// cross_entropy's gradient wrt logits: grad [N, C] (contiguous, logits' dtype) is
 /// grad_out * (exp(logits[i, c] - lse[i]) - (c == target[i])) / count on the rows that
-/// count and 0 on ignored rows; grad_out (0-dim) and count are read on the device.
+/// count and 0 on ignored rows (lse as the forward wrote it); grad_out (0-dim) and count are
+/// read on the device.
 using CrossEntropyBackwardKernel = void (*)(const Tensor& grad, const Tensor& grad_out, const Tensor& logits,
                                             const Tensor& target, const Tensor& lse, const Tensor& count,
                                             int64_t ignore_index);

@@ -70,11 +70,15 @@ DType lse_dtype(DType logits) { return logits == DType::Float64 ? DType::Float64
 // The number of rows the kernels see: positions other than the class dim.
 int64_t row_count(const Tensor& target) { return target.numel(); }
 
-// The targets as contiguous int64 [rows].
-Tensor flatten_target(const Tensor& target) { return target.to(DType::Int64).reshape({row_count(target)}).contiguous(); }
+// The targets as contiguous int64 [rows] (the common case as it is: no view to make).
+Tensor flatten_target(const Tensor& target) {
+  if (target.dim() == 1 && target.dtype() == DType::Int64 && target.is_contiguous()) return target;
+  return target.to(DType::Int64).reshape({row_count(target)}).contiguous();
+}
 
 // [C] or [N, C, d...] -> contiguous [rows, C] (the class dim last, in the targets' order).
 Tensor flatten_classes(const Tensor& input) {
+  if (input.dim() == 2 && input.is_contiguous()) return input;
   if (input.dim() == 1) return input.unsqueeze(0).contiguous();
   const int64_t classes = input.sizes()[1];
   const Tensor moved = input.dim() == 2 ? input : input.movedim(1, -1);
@@ -93,12 +97,12 @@ Tensor unflatten_classes(const Tensor& rows, const Tensor& input) {
 
 CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
   const Device device = logits.device();
+  // logsumexp has the target's shape; the kernel sees its elements in row order.
   CrossEntropyForward f{new_contiguous({}, logits.dtype(), device, "cross_entropy"),
-                        new_contiguous({row_count(target)}, lse_dtype(logits.dtype()), device, "cross_entropy"),
+                        new_contiguous(target.sizes(), lse_dtype(logits.dtype()), device, "cross_entropy"),
                         new_contiguous({}, DType::Int64, device, "cross_entropy")};
   dispatch::cross_entropy_kernels.get("cross_entropy", device)(f.loss, f.logsumexp, f.count, flatten_classes(logits),
                                                                flatten_target(target), ignore_index);
-  f.logsumexp = f.logsumexp.view(target.sizes());
   return f;
 }
 
@@ -169,8 +173,7 @@ Tensor _cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, 
   const Tensor rows = flatten_classes(logits);
   const Tensor grad = new_contiguous(rows.sizes(), logits.dtype(), logits.device(), op);
   dispatch::cross_entropy_backward_kernels.get(op, logits.device())(
-      grad, grad_output, rows, flatten_target(target), logsumexp.reshape({row_count(target)}).contiguous(), count,
-      ignore_index);
+      grad, grad_output, rows, flatten_target(target), logsumexp.contiguous(), count, ignore_index);
   return scope.output(unflatten_classes(grad, logits));
 }
 
