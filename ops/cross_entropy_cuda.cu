@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(kRowBlockMax) cross_entropy_block_kernel(Cross
 
 /// The device-side error a bad target records (registered on first use).
 uint32_t bad_target_kind() {
-  static const uint32_t kind = cuda::register_device_error("cross_entropy: target {0} is out of bounds for {1} classes (at row {2})");
+  static const uint32_t kind =
+      cuda::register_device_error("cross_entropy: target {0} is out of bounds for {1} classes (at row {2})");
   return kind;
 }
 
@@ -131,11 +132,15 @@ void cross_entropy_cuda(const Tensor& loss, const Tensor& lse, const Tensor& cou
   auto* partials = l.blocks > 1 ? static_cast<LossPartial*>(scratch.data_ptr()) : nullptr;
   dispatch_floating(logits.dtype(), "cross_entropy", [&]<typename K>() {
     using T = device_t<K>;
+    const LossOutput<T> out{static_cast<T*>(loss.data_ptr()),
+                            static_cast<long long*>(count.data_ptr()),
+                            static_cast<const int64_t*>(target.data_ptr()),
+                            rows,
+                            classes,
+                            cuda::device_error_slot(device),
+                            bad_target};
     const CrossEntropyArgs<T> a{static_cast<const T*>(logits.data_ptr()), static_cast<acc_t<T>*>(lse.data_ptr()),
-                                ignore_index, partials,
-                                LossOutput<T>{static_cast<T*>(loss.data_ptr()), static_cast<long long*>(count.data_ptr()),
-                                              static_cast<const int64_t*>(target.data_ptr()), rows, classes,
-                                              cuda::device_error_slot(device), bad_target}};
+                                ignore_index, partials, out};
     if (l.lanes == 4)
       cross_entropy_lanes_kernel<T, 4><<<l.blocks, l.threads, 0, stream>>>(a);
     else if (l.lanes == kWarpSize)

@@ -39,7 +39,8 @@ __global__ void __launch_bounds__(kNllThreads)
 
 /// The device-side error a bad target records (registered on first use).
 uint32_t bad_target_kind() {
-  static const uint32_t kind = cuda::register_device_error("nll_loss: target {0} is out of bounds for {1} classes (at row {2})");
+  static const uint32_t kind =
+      cuda::register_device_error("nll_loss: target {0} is out of bounds for {1} classes (at row {2})");
   return kind;
 }
 

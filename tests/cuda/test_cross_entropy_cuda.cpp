@@ -119,8 +119,8 @@ TEST_CASE("cuda: rows off a 16-byte boundary, strided logits, int32 targets") {
 TEST_CASE("cuda: special values follow the CPU (NaN, infinities, large logits)") {
   const double inf = kInf, nan = kNaN;
   // Rows: ordinary, all -inf (lse -inf, loss NaN), one -inf, +inf (NaN), NaN (NaN), huge.
-  const Tensor logits = from_vector<double>({1, 2, 3, -inf, -inf, -inf, -inf, 0, 1, inf, 0, 1, nan, 0, 1, 1000, 999, 1001},
-                                            {6, 3});
+  const Tensor logits =
+      from_vector<double>({1, 2, 3, -inf, -inf, -inf, -inf, 0, 1, inf, 0, 1, nan, 0, 1, 1000, 999, 1001}, {6, 3});
   const Tensor target = from_vector<int64_t>({2, 0, 0, 1, 1, 2});
   for (DType dt : kFloatDtypes) {
     const Tensor x = logits.to(dt);
@@ -186,7 +186,8 @@ TEST_CASE("cuda: a bad class index is raised at the next synchronization, once, 
   }
   (void)_nll_loss_backward(ones({}, kGpu), logits, one_bad.to(kGpu), f.count);
   CHECK_THROWS_WITH_AS(cuda::synchronize(kGpu),
-                       doctest::Contains("nll_loss_backward: target 5 is out of bounds for 4 classes (at row 4)"), Error);
+                       doctest::Contains("nll_loss_backward: target 5 is out of bounds for 4 classes (at row 4)"),
+                       Error);
   CHECK_NOTHROW(cuda::synchronize(kGpu));
 }
 

@@ -66,7 +66,9 @@ std::vector<double> grad_ref(const Tensor& input, const Tensor& target, double g
   return r;
 }
 
-Tensor random_targets(const Shape& shape, int64_t classes) { return random(shape, kInt64, 0, static_cast<double>(classes)); }
+Tensor random_targets(const Shape& shape, int64_t classes) {
+  return random(shape, kInt64, 0, static_cast<double>(classes));
+}
 
 Tensor with_values_at(const Tensor& target, const std::vector<int64_t>& positions, int64_t value) {
   std::vector<int64_t> v = target.to_vector<int64_t>();
@@ -145,7 +147,8 @@ TEST_CASE("_cross_entropy_backward against the float64 formula") {
         const double g = 0.75;
         INFO(dt, " input ", shape_str(s), " ignore_index ", ignore_index);
         const CrossEntropyForward f = _cross_entropy_forward(logits, target, ignore_index);
-        const Tensor grad = _cross_entropy_backward(full({}, g, dt), logits, target, f.logsumexp, f.count, ignore_index);
+        const Tensor grad =
+            _cross_entropy_backward(full({}, g, dt), logits, target, f.logsumexp, f.count, ignore_index);
         CHECK(grad.dtype() == dt);
         CHECK(grad.is_contiguous());
         check_close(grad, grad_ref(logits, target, g, ignore_index, true), s, "grad");
@@ -166,8 +169,8 @@ TEST_CASE("_cross_entropy_backward reads strided logits and int32 targets") {
   const Tensor x = random_with_layout({3, 4, 5, 6}, Layout::Transposed, kFloat64);
   const Tensor t = random_targets({3, 5, 6}, 4);
   const CrossEntropyForward f = _cross_entropy_forward(x, t);
-  check_close(_cross_entropy_backward(full({}, 2.0, kFloat64), x, t, f.logsumexp, f.count), grad_ref(x, t, 2.0, -100, true),
-              x.sizes());
+  check_close(_cross_entropy_backward(full({}, 2.0, kFloat64), x, t, f.logsumexp, f.count),
+              grad_ref(x, t, 2.0, -100, true), x.sizes());
 }
 
 TEST_CASE("cross_entropy's gradient matches central differences (float64)") {
