@@ -131,6 +131,24 @@ TEST_CASE("cuda: special values follow the CPU (NaN, infinities, large logits)")
   }
 }
 
+TEST_CASE("cuda: the target and the backward's tensors must be on the logits' device") {
+  const Tensor logits = randn({5}, kGpu);
+  // A 0-dim CPU target would pass as a "CPU number" elsewhere; here the kernel reads it.
+  CHECK_THROWS_WITH_AS(cross_entropy(logits, from_vector<int64_t>({1}, {})),
+                       doctest::Contains("cross_entropy: expected target on cuda:0 (the input's device), got cpu"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nll_loss(logits, from_vector<int64_t>({1}, {})),
+                       doctest::Contains("nll_loss: expected target on cuda:0 (the input's device), got cpu"), Error);
+  const Tensor x = randn({4, 5}, kGpu), t = from_vector<int64_t>({0, 1, 2, 3}).to(kGpu);
+  const CrossEntropyForward f = _cross_entropy_forward(x, t);
+  CHECK_THROWS_WITH_AS(_cross_entropy_backward(ones({}), x, t, f.logsumexp, f.count),
+                       doctest::Contains("cross_entropy_backward: expected grad_output on cuda:0"), Error);
+  CHECK_THROWS_WITH_AS(_cross_entropy_backward(ones({}, kGpu), x, t, f.logsumexp.cpu(), f.count),
+                       doctest::Contains("cross_entropy_backward: expected logsumexp on cuda:0"), Error);
+  CHECK_THROWS_WITH_AS(_nll_loss_backward(ones({}, kGpu), x, t, f.count.cpu()),
+                       doctest::Contains("nll_loss_backward: expected count on cuda:0"), Error);
+}
+
 TEST_CASE("cuda: a bad class index is raised at the next synchronization, once, and the context stays usable") {
   const Tensor logits = randn({6, 4}, kGpu);
   const Tensor bad = from_vector<int64_t>({0, 1, 9, 2, -1, 3}).to(kGpu);  // rows 2 and 4 are bad
