@@ -1,7 +1,8 @@
 // Loss ops. The class dim is moved last and the rest flattened, so one [rows, C] kernel of
 // each family serves every input rank. cross_entropy runs its own fused kernel (one pass
 // over the logits for log-sum-exp, gather and mean) instead of log_softmax + nll_loss, which
-// would write and read back a [rows, C] tensor of log-probabilities. mse_loss insists on
+// would write and read back a [rows, C] tensor of log-probabilities. cross_entropy and
+// nll_loss call their _forward ops, which also return what the backward needs. mse_loss insists on
 // equal shapes: PyTorch only warns when they differ, and silently broadcasting [N] against
 // [N, 1] is a classic bug.
 #include "loss.h"
@@ -116,10 +117,14 @@ NllLossForward nll_loss_forward(const Tensor& logp, const Tensor& target, int64_
 
 }  // namespace
 
+// cross_entropy and nll_loss are composites of their _forward ops (as linear is of addmm): the
+// nested op is the one that saves what its backward needs (logsumexp, count), which the
+// public ops do not return.
+
 Tensor nll_loss(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
   check_target("nll_loss", logp, target);
   OpScope scope("nll_loss", {&logp, &target});
-  return scope.output(nll_loss_forward(logp, target, ignore_index).loss);
+  return scope.output(_nll_loss_forward(logp, target, ignore_index).loss);
 }
 
 NllLossForward _nll_loss_forward(const Tensor& logp, const Tensor& target, int64_t ignore_index) {
@@ -147,7 +152,7 @@ Tensor _nll_loss_backward(const Tensor& grad_output, const Tensor& logp, const T
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
   check_target("cross_entropy", logits, target);
   OpScope scope("cross_entropy", {&logits, &target});
-  return scope.output(cross_entropy_forward(logits, target, ignore_index).loss);
+  return scope.output(_cross_entropy_forward(logits, target, ignore_index).loss);
 }
 
 CrossEntropyForward _cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
