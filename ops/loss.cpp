@@ -2,9 +2,9 @@
 // each family serves every input rank. cross_entropy runs its own fused kernel (one pass
 // over the logits for log-sum-exp, gather and mean) instead of log_softmax + nll_loss, which
 // would write and read back a [rows, C] tensor of log-probabilities. cross_entropy and
-// nll_loss call their _forward ops, which also return what the backward needs. mse_loss insists on
-// equal shapes: PyTorch only warns when they differ, and silently broadcasting [N] against
-// [N, 1] is a classic bug.
+// nll_loss call their _forward ops, which also return what the backward needs. mse_loss
+// insists on equal shapes: PyTorch only warns when they differ, and silently broadcasting
+// [N] against [N, 1] is a classic bug.
 #include "loss.h"
 
 #include "../tensor/make.h"
