@@ -32,10 +32,18 @@ void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
   }
 }
 
-std::string backward_name(const OpDesc& op) {
-  const std::string_view name(op.name);
+namespace {
+std::string backward_name_of(std::string_view name);
+}  // namespace
+
+std::string backward_name(const OpDesc& op) { return backward_name_of(op.name); }
+
+namespace {
+std::string backward_name_of(std::string_view name) {
   if (name == "to" || name == "_to_copy") return "ToCopyBackward0";
   if (name == "copy_") return "CopyBackwards";
+  // A fused loss's forward op stands for the loss: _nll_loss_forward -> NllLossBackward0.
+  if (name.starts_with("_") && name.ends_with("_forward")) return backward_name_of(name.substr(1, name.size() - 9));
   std::string out;
   bool upper = true;
   for (char c : name) {
@@ -48,6 +56,7 @@ std::string backward_name(const OpDesc& op) {
   }
   return out + "Backward0";
 }
+}  // namespace
 
 Tensor sum_to(const Tensor& grad, const Shape& sizes) {
   if (grad.sizes() == sizes) return grad;

@@ -5,6 +5,7 @@
 #include <array>
 #include <utility>
 
+#include "device_error.h"
 #include "error.h"
 
 #ifdef KILN_WITH_CUDA
@@ -50,6 +51,7 @@ Stream Stream::create(Device device) {
 void Stream::synchronize() const {
   DeviceScope scope(device_.index());
   CUDA_CHECK(cudaStreamSynchronize(as_stream(id_)));
+  cuda::check_device_error(device_.index());  // Note [Device-side errors]
 }
 
 bool Stream::query() const {
@@ -92,7 +94,10 @@ void Event::block(const Stream& stream) const {
   CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream.id()), static_cast<cudaEvent_t>(event_), 0));
 }
 
-void Event::synchronize() const { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_))); }
+void Event::synchronize() const {
+  CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
+  cuda::check_device_error(device_.index());
+}
 
 bool Event::query() const {
   return cuda::ready(cudaEventQuery(static_cast<cudaEvent_t>(event_)), "cudaEventQuery");
@@ -120,6 +125,7 @@ void synchronize(Device device) {
   check_cuda_device(device, "synchronize");
   DeviceScope scope(device.index());
   CUDA_CHECK(cudaDeviceSynchronize());
+  check_device_error(device.index());
 }
 
 DeviceProperties device_properties(Device device) {

@@ -28,7 +28,8 @@ class Stream {
   Device device() const { return device_; }
   /// The cudaStream_t, as an integer (0: the default stream).
   StreamId id() const { return id_; }
-  /// Blocks until all work queued on the stream has run.
+  /// Blocks until all work queued on the stream has run, then raises an error a kernel on
+  /// the device recorded since the last synchronisation (core/device_error.h).
   void synchronize() const;
   /// True when all work queued on the stream has run.
   bool query() const;
@@ -54,7 +55,8 @@ class Event {
   void record(const Stream& stream);
   /// Makes `stream` wait (on the device) until this event has completed.
   void block(const Stream& stream) const;
-  /// Blocks the host until the event has completed.
+  /// Blocks the host until the event has completed, then raises a recorded device-side
+  /// error as Stream::synchronize does.
   void synchronize() const;
   /// True once the event has completed.
   bool query() const;
@@ -72,7 +74,8 @@ namespace cuda {
 Stream current_stream(Device device = Device::cuda(0));
 /// Makes `stream` the calling thread's current stream on its device.
 void set_current_stream(const Stream& stream);
-/// Blocks until all work on `device` has run.
+/// Blocks until all work on `device` has run, then raises an error a kernel recorded since
+/// the last synchronisation (core/device_error.h).
 void synchronize(Device device = Device::cuda(0));
 
 /// Sets `stream` as current for the scope and restores the previous one after.

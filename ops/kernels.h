@@ -76,10 +76,36 @@ using GemmKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b,
 using LayerNormKernel = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
                                  const Tensor& weight, const Tensor& bias, double eps);
 
-/// Mean negative log-likelihood: out (0-dim) = -mean over rows i with target[i] !=
-/// ignore_index of logp[i, target[i]]; logp [N, C] contiguous, target [N] int64.
-/// Throws when a target is outside [0, C).
-using NllLossKernel = void (*)(const Tensor& out, const Tensor& logp, const Tensor& target, int64_t ignore_index);
+// The loss kernels take logits / log-probabilities [N, C] and targets [N] int64, both
+// contiguous; a row counts when its target is not ignore_index, and `count` (0-dim int64)
+// is the number of rows that count. A target outside [0, C) that is not ignore_index: the
+// CPU kernels throw at once; the CUDA kernels never use it as an index (they write NaN
+// where it would have been used) and record a device-side error that the next
+// synchronisation raises (Note [Device-side errors], core/device_error.h).
+
+/// Mean negative log-likelihood: out (0-dim, logp's dtype) = -mean over the rows that count
+/// of logp[i, target[i]] (NaN when none does), and count.
+using NllLossKernel = void (*)(const Tensor& out, const Tensor& count, const Tensor& logp, const Tensor& target,
+                               int64_t ignore_index);
+/// nll_loss's gradient wrt logp: grad [N, C] (contiguous, logp's dtype) is -grad_out / count
+/// at [i, target[i]] for the rows that count and 0 elsewhere; grad_out (0-dim, grad's
+/// dtype) and count are read on the device.
+using NllLossBackwardKernel = void (*)(const Tensor& grad, const Tensor& grad_out, const Tensor& target,
+                                       const Tensor& count, int64_t ignore_index);
+/// Fused cross entropy (log-softmax, gather and mean in one pass over the logits): writes
+/// lse[i] = log(sum_c exp(logits[i, c])) (lse: N contiguous elements of any shape, float32,
+/// float64 for float64 logits),
+/// loss (0-dim, logits' dtype) = mean over the rows that count of lse[i] - logits[i,
+/// target[i]] (NaN when none does), and count.
+using CrossEntropyKernel = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& count, const Tensor& logits,
+                                    const Tensor& target, int64_t ignore_index);
+/// cross_entropy's gradient wrt logits: grad [N, C] (contiguous, logits' dtype) is
+/// grad_out * (exp(logits[i, c] - lse[i]) - (c == target[i])) / count on the rows that
+/// count and 0 on ignored rows (lse as the forward wrote it); grad_out (0-dim) and count are
+/// read on the device.
+using CrossEntropyBackwardKernel = void (*)(const Tensor& grad, const Tensor& grad_out, const Tensor& logits,
+                                            const Tensor& target, const Tensor& lse, const Tensor& count,
+                                            int64_t ignore_index);
 
 /// out = in clamped to [min, max] (either bound may be absent); in has out's dtype, which is
 /// not bool. A NaN element stays NaN; a NaN bound clamps nothing (as PyTorch's scalar clamp).
@@ -153,6 +179,9 @@ extern KernelTable<SoftmaxKernel> softmax_kernels;
 extern KernelTable<GemmKernel> gemm_kernels;
 extern KernelTable<LayerNormKernel> layer_norm_kernels;
 extern KernelTable<NllLossKernel> nll_loss_kernels;
+extern KernelTable<NllLossBackwardKernel> nll_loss_backward_kernels;
+extern KernelTable<CrossEntropyKernel> cross_entropy_kernels;
+extern KernelTable<CrossEntropyBackwardKernel> cross_entropy_backward_kernels;
 extern KernelTable<ClampKernel> clamp_kernels;
 extern KernelTable<MaskedFillKernel> masked_fill_kernels;
 extern KernelTable<IndexCheckKernel> index_check_kernels;

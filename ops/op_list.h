@@ -17,6 +17,7 @@
   /* reductions, softmax, normalisation, losses (ops/records/reduce.cpp) */                        \
   X(sum) X(mean) X(max) X(min) X(amax) X(amin) X(argmax) X(argmin)                                \
   X(softmax) X(log_softmax) X(layer_norm) X(nll_loss) X(cross_entropy) X(mse_loss)                \
+  X(_nll_loss_forward) X(_nll_loss_backward) X(_cross_entropy_forward) X(_cross_entropy_backward)   \
   /* matrix products (ops/records/matmul.cpp) */                                                   \
   X(matmul) X(mm) X(addmm) X(linear)                                                              \
   /* views (ops/records/views.cpp) */                                                              \

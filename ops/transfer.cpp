@@ -25,6 +25,7 @@
 
 #include "../allocator/memory.h"
 #include "../allocator/pinned_host_allocator.h"
+#include "../core/device_error.h"
 #include "../core/stream.h"
 #include "../tensor/make.h"
 #include "../tensor/object_pool.h"
@@ -80,6 +81,14 @@ cudaStream_t as_cuda(const Stream& s) { return reinterpret_cast<cudaStream_t>(s.
 
 const StorageImpl& storage_of(const Tensor& t) { return *t.unsafe_impl()->storage(); }
 
+// A blocking copy's wait: a synchronisation point, so a device-side error a kernel recorded
+// (a bad class index in cross_entropy, ...) is raised here (Note [Device-side errors],
+// core/device_error.h). The copy itself has completed.
+void wait_for(const Stream& stream) {
+  CUDA_CHECK(cudaStreamSynchronize(as_cuda(stream)));
+  cuda::check_device_error(stream.device().index());
+}
+
 // Keeps the pinned-cache block behind `t` out of reuse until `stream` has run the work
 // queued so far (a copy reading or writing it). Memory Kiln does not own is the caller's.
 void keep_until_done(const Tensor& t, const Stream& stream) {
@@ -98,7 +107,7 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
     if (non_blocking)
       keep_until_done(src, stream);
     else
-      CUDA_CHECK(cudaStreamSynchronize(as_cuda(stream)));  // the caller may change src on return
+      wait_for(stream);  // the caller may change src on return
     return;
   }
   if (non_blocking) {
@@ -137,7 +146,7 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (non_blocking)
     keep_until_done(dst, stream);
   else
-    CUDA_CHECK(cudaStreamSynchronize(as_cuda(stream)));
+    wait_for(stream);
 }
 
 // dst (contiguous, on one GPU) <- src (on another, dst's shape, any layout and dtype).
@@ -211,7 +220,7 @@ void read_element(const Tensor& t, void* out) {
   const Stream stream = cuda::current_stream(t.device());
   cuda::DeviceGuard guard(t.device().index());
   CUDA_CHECK(cudaMemcpyAsync(out, t.data_ptr(), bytes, cudaMemcpyDeviceToHost, as_cuda(stream)));
-  CUDA_CHECK(cudaStreamSynchronize(as_cuda(stream)));
+  wait_for(stream);
 #else
   KILN_INTERNAL_ASSERT(false, "a GPU tensor in a build without CUDA");
 #endif

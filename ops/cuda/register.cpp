@@ -15,6 +15,8 @@ void register_cuda_kernels() {
   cuda_kernels::register_softmax_kernels();
   cuda_kernels::register_layer_norm_kernels();
   cuda_kernels::register_loss_kernels();
+  cuda_kernels::register_cross_entropy_kernels();
+  cuda_kernels::register_loss_backward_kernels();
   cuda_kernels::register_dropout_kernels();
   cuda_kernels::register_matmul_kernels();
   cuda_kernels::register_clamp_kernels();

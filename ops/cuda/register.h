@@ -12,6 +12,8 @@ void register_reduce_kernels();
 void register_softmax_kernels();
 void register_layer_norm_kernels();
 void register_loss_kernels();
+void register_cross_entropy_kernels();
+void register_loss_backward_kernels();
 void register_clamp_kernels();
 void register_masked_fill_kernels();
 void register_indexing_kernels();

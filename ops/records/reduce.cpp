@@ -161,28 +161,38 @@ std::vector<Tensor> replay_loss(const OpDesc& op, std::span<const Tensor> inputs
   return one(cross_entropy(inputs[0], inputs[1], attr_int(attrs, 0)));
 }
 
-// d/d logp[i, target[i]] = -g / count over the rows not ignored; 0 elsewhere. Written as a
-// scatter of the row weights into zeros, over logp's classes moved last.
+// The fused losses' forward ops return what their backward needs (logsumexp, the count of
+// rows not ignored); their backward ops run one kernel each.
+constexpr const char* kBackwardInputs[] = {"grad_output", "self", "target", "total_weight"};
+constexpr const char* kCrossEntropyBackwardInputs[] = {"grad_output", "self", "target", "logsumexp", "total_weight"};
+
+std::vector<Tensor> replay_fused_loss(const OpDesc& op, std::span<const Tensor> inputs,
+                                      std::span<const AttrValue> attrs) {
+  const int64_t ignore = attr_int(attrs, 0);
+  if (&op == &op::_nll_loss_forward) {
+    const NllLossForward f = _nll_loss_forward(inputs[0], inputs[1], ignore);
+    return {f.loss, f.count};
+  }
+  if (&op == &op::_cross_entropy_forward) {
+    const CrossEntropyForward f = _cross_entropy_forward(inputs[0], inputs[1], ignore);
+    return {f.loss, f.logsumexp, f.count};
+  }
+  if (&op == &op::_nll_loss_backward) return one(_nll_loss_backward(inputs[0], inputs[1], inputs[2], inputs[3], ignore));
+  return one(_cross_entropy_backward(inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], ignore));
+}
+
 std::vector<Tensor> nll_loss_backward(const BackwardArgs& a) {
   auto g = grads(2);
-  if (!a.needs_grad[0]) return g;
-  const Tensor& logp = a.inputs[0];
-  const Tensor target = a.inputs[1].to(DType::Int64);
-  const int64_t ignore = attr_int(a.attrs, 0);
-  const bool one_row = logp.dim() == 1;
-  const Tensor moved = one_row ? logp.unsqueeze(0) : (logp.dim() == 2 ? logp : logp.movedim(1, -1));
-  const int64_t classes = moved.size(-1);
-  const Tensor flat_target = target.reshape({-1});
-  const Tensor kept = ne(flat_target, ignore);
-  const Tensor weight = kept.to(logp.dtype());
-  const Tensor scale = div(neg(grad0(a)), sum(weight));  // -g / count (NaN when every row is ignored)
-  const Tensor index = masked_fill(flat_target, eq(kept, false), 0).unsqueeze(1);
-  Tensor rows = zeros({flat_target.numel(), classes}, logp.options());
-  rows = scatter(rows, 1, index, mul(weight, scale).unsqueeze(1));
-  Tensor out = rows.reshape(moved.sizes());
-  if (one_row) out = out.squeeze(0);
-  else if (logp.dim() > 2) out = out.movedim(-1, 1);
-  g[0] = out;
+  if (a.needs_grad[0])
+    g[0] = _nll_loss_backward(grad0(a), a.inputs[0], a.inputs[1], a.outputs[1], attr_int(a.attrs, 0));
+  return g;
+}
+
+std::vector<Tensor> cross_entropy_backward(const BackwardArgs& a) {
+  auto g = grads(2);
+  if (a.needs_grad[0])
+    g[0] = _cross_entropy_backward(grad0(a), a.inputs[0], a.inputs[1], a.outputs[1], a.outputs[2],
+                                   attr_int(a.attrs, 0));
   return g;
 }
 
@@ -218,10 +228,36 @@ constinit const OpDesc op::layer_norm = {.name = "layer_norm",
                                          .backward = &layer_norm_backward,
                                          .saved = save_input(0) | save_input(1),
                                          .fusion = FusionRole::Reduction};
-constinit const OpDesc op::nll_loss = loss("nll_loss", kIgnoreAttrs, 0, &nll_loss_backward, save_input(0) | save_input(1));
-// Composite for now: log_softmax and nll_loss record their own backward.
+// nll_loss and cross_entropy are composites of their _forward ops (as linear is of addmm):
+// the nested op saves what its backward needs, which the public ops do not return.
+constinit const OpDesc op::nll_loss = loss("nll_loss", kIgnoreAttrs, kOpComposite, nullptr, 0);
 constinit const OpDesc op::cross_entropy = loss("cross_entropy", kIgnoreAttrs, kOpComposite, nullptr, 0);
 // Composite: sub, mul and mean record theirs.
 constinit const OpDesc op::mse_loss = loss("mse_loss", {}, kOpComposite, nullptr, 0);
+constinit const OpDesc op::_nll_loss_forward = {.name = "_nll_loss_forward",
+                                                .inputs = kLossInputs,
+                                                .attrs = kIgnoreAttrs,
+                                                .replay = &replay_fused_loss,
+                                                .backward = &nll_loss_backward,
+                                                .saved = save_input(0) | save_input(1) | save_output(1),
+                                                .fusion = FusionRole::Reduction};
+constinit const OpDesc op::_cross_entropy_forward = {.name = "_cross_entropy_forward",
+                                                     .inputs = kLossInputs,
+                                                     .attrs = kIgnoreAttrs,
+                                                     .replay = &replay_fused_loss,
+                                                     .cost = &cost::softmax,
+                                                     .backward = &cross_entropy_backward,
+                                                     .saved = save_input(0) | save_input(1) | save_output(1) |
+                                                              save_output(2),
+                                                     .fusion = FusionRole::Reduction};
+constinit const OpDesc op::_nll_loss_backward = {.name = "_nll_loss_backward",
+                                                 .inputs = kBackwardInputs,
+                                                 .attrs = kIgnoreAttrs,
+                                                 .replay = &replay_fused_loss};
+constinit const OpDesc op::_cross_entropy_backward = {.name = "_cross_entropy_backward",
+                                                      .inputs = kCrossEntropyBackwardInputs,
+                                                      .attrs = kIgnoreAttrs,
+                                                      .replay = &replay_fused_loss,
+                                                      .cost = &cost::elementwise};
 
 }  // namespace kiln

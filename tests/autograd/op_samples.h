@@ -88,6 +88,17 @@ inline std::vector<OpSample> op_samples(Device device, DType dtype) {
   const Tensor target = idx({2, 0, 4, 1}, {4});
   sample("nll_loss", {log_softmax(r({4, 5}), 1), target}, [](V x) { return nll_loss(x[0], x[1]); }, {0});
   sample("cross_entropy", {r({4, 5}), target}, [](V x) { return cross_entropy(x[0], x[1]); }, {0});
+  sample("_nll_loss_forward", {log_softmax(r({4, 5}), 1), target},
+         [](V x) { return _nll_loss_forward(x[0], x[1], 4).loss; }, {0});
+  sample("_cross_entropy_forward", {r({4, 5}), target}, [](V x) { return _cross_entropy_forward(x[0], x[1]).loss; },
+         {0});
+  sample("_nll_loss_backward", {r({}), log_softmax(r({4, 5}), 1), target}, [](V x) {
+    return _nll_loss_backward(x[0], x[1], x[2], _nll_loss_forward(x[1], x[2], 1).count, 1);
+  });
+  sample("_cross_entropy_backward", {r({}), r({4, 5}), target}, [](V x) {
+    const CrossEntropyForward f = _cross_entropy_forward(x[1], x[2]);
+    return _cross_entropy_backward(x[0], x[1], x[2], f.logsumexp, f.count);
+  });
   sample("mse_loss", {r({3, 4}), r({3, 4})}, [](V x) { return mse_loss(x[0], x[1]); }, {0, 1});
   sample("matmul", {r({2, 3, 4}), r({4, 5})}, [](V x) { return matmul(x[0], x[1]); }, {0, 1});
   sample("matmul", {r({4}), r({2, 4, 3})}, [](V x) { return matmul(x[0], x[1]); }, {0, 1});

@@ -153,6 +153,17 @@ std::vector<Entry> entries() {
       {"nll_loss_ignore", 2, [](const std::vector<Tensor>& in) {
          if (in[0].dim() < 2) return nll_loss(log_softmax(in[0], 0), argmax(in[1]), 0);
          return nll_loss(log_softmax(in[0], 1), argmax(in[1], 1), 0); }, kFloatDtypes, -3, 3, 1},
+      // Their gradients (grad_output 0.5), with class 0 ignored in the nll_loss one.
+      {"cross_entropy_backward", 2, [](const std::vector<Tensor>& in) {
+         const Tensor t = in[0].dim() == 1 ? argmax(in[1]) : argmax(in[1], 1);
+         const CrossEntropyForward f = _cross_entropy_forward(in[0], t);
+         return _cross_entropy_backward(full({}, 0.5, TensorOptions(in[0].dtype()).device(in[0].device())), in[0], t,
+                                        f.logsumexp, f.count); }, kFloatDtypes, -3, 3, 1},
+      {"nll_loss_backward_ignore", 2, [](const std::vector<Tensor>& in) {
+         const Tensor t = in[0].dim() == 1 ? argmax(in[1]) : argmax(in[1], 1);
+         const NllLossForward f = _nll_loss_forward(in[0], t, 0);
+         return _nll_loss_backward(full({}, 0.5, TensorOptions(in[0].dtype()).device(in[0].device())), in[0], t,
+                                   f.count, 0); }, kFloatDtypes, -3, 3, 1},
       summing({"mse_loss", 2, [](const std::vector<Tensor>& in) { return mse_loss(in[0], in[1]); }, kFloatDtypes}),
   };
   for (DType to : kAll) {

@@ -1,6 +1,7 @@
 // Losses with mean reduction: cross_entropy ([N, C], [C] with a 0-dim target, [N, C, d...])
 // and nll_loss against a float64 log-sum-exp reference, ignore_index, integer target dtypes,
-// mse_loss, and the error paths (target dtype, shape and range, mse shape mismatch).
+// mse_loss, and the error paths (target dtype, shape and range, mse shape mismatch). The
+// forward/backward pieces autograd calls are in test_loss_backward.cpp.
 #include <cmath>
 #include <limits>
 
@@ -202,15 +203,17 @@ TEST_CASE("loss errors") {
     CHECK_THROWS_WITH_AS(call(random({}), random_targets({}, 1)), has(p + "input must have at least 1 dimension"),
                          kiln::Error);
     CHECK_THROWS_WITH_AS(call(logits, Tensor()), has(p + "argument 'target' is an undefined tensor"), kiln::Error);
-    // Out-of-range targets (too large, or negative but not ignore_index) name the target
-    // and the class count. The check lives in nll_loss; cross_entropy puts its own name first.
-    const std::string chain = std::string(op) == "cross_entropy" ? "cross_entropy: nll_loss: " : "nll_loss: ";
+    // Out-of-range targets (too large, or negative but not ignore_index) name the op, the
+    // target, the class count and the first bad row (flattened over [N, d...]).
+    const std::string& chain = p;
     CHECK_THROWS_WITH_AS(call(logits, with_values_at(target, {2}, 5)),
                          (chain + "target 5 is out of bounds for 5 classes (at row 2)").c_str(), kiln::Error);
     CHECK_THROWS_WITH_AS(call(logits, with_values_at(target, {0}, -1)),
                          (chain + "target -1 is out of bounds for 5 classes (at row 0)").c_str(), kiln::Error);
     CHECK_THROWS_WITH_AS(call(random({5}), from_vector<int64_t>({9}, {})),
                          (chain + "target 9 is out of bounds for 5 classes (at row 0)").c_str(), kiln::Error);
+    CHECK_THROWS_WITH_AS(call(random({2, 5, 3}), with_values_at(random_targets({2, 3}, 5), {4, 1}, 5)),
+                         (chain + "target 5 is out of bounds for 5 classes (at row 1)").c_str(), kiln::Error);
   }
   CHECK_THROWS_WITH_AS(mse_loss(random({3}), random({3, 1})),
                        doctest::Contains("mse_loss: input shape [3] and target shape [3, 1] differ"), kiln::Error);
