@@ -45,12 +45,13 @@ std::vector<Tensor> replay_adam(const OpDesc& op, std::span<const Tensor> inputs
   const AdamConfig config{attr_double(attrs, 2), attr_double(attrs, 3), attr_double(attrs, 4), attr_double(attrs, 5),
                           attr_double(attrs, 6), attr_bool(attrs, 7),   attr_bool(attrs, 8)};
   const std::vector<double>& steps = attr_doubles(attrs, 1);
-  const auto call = &op == &op::_fused_adamw_ ? &kiln::_fused_adamw_ : &kiln::_fused_adam_;
   using ListForm = void (*)(std::span<const Tensor>, std::span<const Tensor>, std::span<const Tensor>,
                             std::span<const Tensor>, std::span<const Tensor>, std::span<const double>,
                             const AdamConfig&);
-  static_cast<ListForm>(call)(list(inputs, n, 0), list(inputs, n, 1), list(inputs, n, 2), list(inputs, n, 3),
-                              list(inputs, n, 4), steps, config);
+  const ListForm call = &op == &op::_fused_adamw_ ? static_cast<ListForm>(&kiln::_fused_adamw_)
+                                                  : static_cast<ListForm>(&kiln::_fused_adam_);
+  call(list(inputs, n, 0), list(inputs, n, 1), list(inputs, n, 2), list(inputs, n, 3), list(inputs, n, 4), steps,
+       config);
   const auto params = list(inputs, n, 0);
   return {params.begin(), params.end()};
 }
