@@ -2,8 +2,9 @@
 # build dependencies (scripts/setup.sh), configure, build and run; all are idempotent and
 # incremental.
 #
-#   make demo                 build the library and the two examples it runs (linear_mlp,
-#                             profile_linear), then run them (on the GPU when one is visible)
+#   make demo                 build the library and the examples it runs (linear_mlp,
+#                             profile_linear, a short train_fashion_mnist), then run them (on
+#                             the GPU when one is visible)
 #   make test                 build everything (tests, examples, benchmarks) and run every test
 #   make sanitize             CPU-only build under AddressSanitizer + UBSan (build-sanitize/),
 #                             every test through ctest
@@ -42,9 +43,14 @@ build: configure
 
 # Only what the demo runs: the library and two examples (not the tests and benchmarks).
 demo: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target linear_mlp profile_linear
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target linear_mlp profile_linear train_fashion_mnist
 	@$(BUILD_DIR)/examples/linear_mlp
 	@$(BUILD_DIR)/examples/profile_linear --trace $(BUILD_DIR)/profile_linear_trace.json
+	@# A short training run (1 epoch of 12,000 images) when the Fashion-MNIST files are here
+	@# (scripts/setup.sh installs Debian's dataset-fashion-mnist; without it the demo says so).
+	@if [ -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || [ -e data/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then \
+	  $(BUILD_DIR)/examples/train_fashion_mnist --epochs 1 --limit 12000 --checkpoint $(BUILD_DIR)/fashion_mnist.safetensors; \
+	else echo "make demo: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist): train_fashion_mnist skipped"; fi
 
 # ctest lists a skipped suite without its output; print the CUDA suite's reason after it.
 test: build

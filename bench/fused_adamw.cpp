@@ -34,6 +34,7 @@ double wall_us(const std::function<void()>& f, int steps) {
 }  // namespace
 
 int main() {
+  kiln::NoGradGuard no_grad;  // the optimizer ops update leaves that require grad, as optim::AdamW::step does
   if (!cuda::is_available()) {
     fmt::print("fused_adamw: no GPU visible\n");
     return 0;

@@ -44,6 +44,7 @@ void kiln_multi_tensor_step() { state->opt->step(); }
 
 void kiln_per_parameter_step() {
   state->step += 1;
+  kiln::NoGradGuard no_grad;  // the op updates leaves that require grad, as optim::AdamW::step does
   const kiln::AdamConfig config{.lr = 1e-3, .weight_decay = 1e-2};
   for (size_t i = 0; i < state->params.size(); ++i)
     kiln::_fused_adamw_(state->params[i], state->grads[i], state->exp_avgs[i], state->exp_avg_sqs[i], kiln::Tensor(),

@@ -1,5 +1,6 @@
 // LibTorch's half of side_by_side_train_step: torch::nn::Linear layers with GELU between,
 // torch::optim::AdamW, cross_entropy; TF32 off (the default for matmul in LibTorch too).
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/torch.h>
 
 #include "side_by_side_train_step.h"

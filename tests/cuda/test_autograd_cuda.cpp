@@ -34,7 +34,9 @@ TEST_CASE("gradcheck passes for every differentiable op on the GPU (float64)") {
 
 TEST_CASE("a network's gradients on the GPU equal the CPU's") {
   manual_seed(5);
-  const Tensor x = random({16, 8}), w1 = random({32, 8}), b1 = random({32}), w2 = random({4, 32}), b2 = random({4});
+  // float64, so the two devices' summation orders differ by rounding only (~1e-16 relative).
+  const Tensor x = random({16, 8}, kFloat64), w1 = random({32, 8}, kFloat64), b1 = random({32}, kFloat64),
+               w2 = random({4, 32}, kFloat64), b2 = random({4}, kFloat64);
   const Tensor target = from_vector(std::vector<int64_t>{0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0}, {16});
   auto grads_on = [&](Device d) {
     // Fresh leaves per device (to(cpu) of a CPU tensor is the tensor itself).
@@ -48,7 +50,7 @@ TEST_CASE("a network's gradients on the GPU equal the CPU's") {
   };
   const auto cpu = grads_on(Device::cpu()), gpu = grads_on(Device::cuda(0));
   for (size_t i = 0; i < cpu.size(); ++i)
-    for (size_t k = 0; k < cpu[i].size(); ++k) CHECK(gpu[i][k] == doctest::Approx(cpu[i][k]).epsilon(1e-4).scale(1e-6));
+    for (size_t k = 0; k < cpu[i].size(); ++k) CHECK(gpu[i][k] == doctest::Approx(cpu[i][k]).epsilon(1e-10).scale(1e-12));
 }
 
 TEST_CASE("gradients cross devices: a GPU leaf used on the CPU gets its gradient on the GPU") {

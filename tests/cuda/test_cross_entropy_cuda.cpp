@@ -91,7 +91,7 @@ TEST_CASE("cuda: cross_entropy and nll_loss, forward and backward, agree with th
     for (const Shape& s : kShapes)
       for (int64_t ignore_index : {int64_t{-100}, int64_t{0}}) {
         const Tensor logits = random(s, dt, -4, 4);
-        const Tensor target = targets_with_ignored(target_shape(s), classes_of(s), -100);
+        const Tensor target = targets_with_ignored(target_shape(s), classes_of(s), ignore_index);
         compare(fmt::format("{} {} ignore_index {}", dtype_name(dt), shape_str(s), ignore_index), logits,
                 logits.to(kGpu), target, ignore_index);
       }

@@ -193,7 +193,10 @@ TEST_CASE("SGD, Adam and AdamW over an MLP on the GPU match the same optimizers 
   nn::MLP gpu_mlp({64, 256, 10}, nn::Activation::GELU);
   nn::MLP cpu_mlp({64, 256, 10}, nn::Activation::GELU);
   const auto gp = gpu_mlp.parameters(), cp = cpu_mlp.parameters();
-  for (size_t i = 0; i < gp.size(); ++i) Tensor(cp[i]).copy_(gp[i]);
+  {
+    NoGradGuard no_grad;  // parameters are leaves that require grad
+    for (size_t i = 0; i < gp.size(); ++i) Tensor(cp[i]).copy_(gp[i]);
+  }
   gpu_mlp.to(kGpu);
   optim::AdamW gpu_adamw(gpu_mlp.parameters(), {.lr = 1e-2});
   optim::AdamW cpu_adamw(cpu_mlp.parameters(), {.lr = 1e-2});
