@@ -1,17 +1,22 @@
-// CUDA bodies of the unary ops, the same formulas as unary_cpu.cpp computed in float for
-// the 16-bit types (exact-erf GELU, and its tanh form with sqrt(2/pi) and 0.044715).
-// One exception, for speed: the exact GELU of float16/bfloat16 evaluates erfc with a
-// rational-exponential fit whose relative error is about 1.2e-7, far below the 16-bit
-// result's rounding (2^-11 at best), in ~20 instructions where erff takes ~30 plus a branch.
-// With erff the bfloat16 kernel was bound by arithmetic at 73% of copy bandwidth; with the
-// fit in base 2 and the hardware's flush-to-zero reciprocal and exp2 it runs at ~88%
-// (checked over all 65536 bfloat16 inputs: 8 differ from the correctly rounded result, by
-// one unit in the last place, or flush a result below 2^-126 to zero).
+// CUDA bodies of the unary ops: the formulas of unary_math.h, the same functors the CPU
+// kernels call, computed in float for the 16-bit types.
+// One deliberate, device-only exception, for speed: the exact GELU of float16/bfloat16
+// (gelu_fast below) evaluates erfc with a rational-exponential fit whose relative error is
+// about 1.2e-7, far below the 16-bit result's rounding (2^-11 at best), in ~20 instructions
+// where erff takes ~30 plus a branch. With erff the bfloat16 kernel was bound by arithmetic
+// at 73% of copy bandwidth; with the fit in base 2 and the hardware's flush-to-zero
+// reciprocal and exp2 it runs at ~88% (checked over all 65536 bfloat16 inputs: 8 differ from
+// the correctly rounded result, by one unit in the last place, or flush a result below
+// 2^-126 to zero). It stays here, not in unary_math.h: it is built on PTX instructions
+// (approximate flush-to-zero exp2 and reciprocal) that the host has no bit-identical
+// counterpart for, so a host copy would be a different function anyway; the CPU keeps the
+// exact erf formula, as PyTorch's CPU kernel does. float32 and float64 GELU run the shared
+// exact formula here too.
 #include "../tensor/dtype_dispatch.h"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
 #include "kernels.h"
-#include "wrapping.h"
+#include "unary_math.h"
 
 namespace kiln::cuda_kernels {
 
@@ -61,56 +66,28 @@ __device__ __forceinline__ float gelu_fast(float x) {
   return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
 }
 
-template <typename T, UnaryOp Op>
-struct UnaryFn {
-  __device__ T operator()(T v) const {
-    using A = acc_t<T>;
-    const A x = widen(v);
-    // Integers wrap, as on the CPU: neg and abs of INT64_MIN give INT64_MIN.
-    if constexpr (Op == UnaryOp::Neg) return narrow<T>(wrapping_neg(x));
-    else if constexpr (Op == UnaryOp::Abs) return narrow<T>(x < A(0) ? wrapping_neg(x) : x);
-    else if constexpr (Op == UnaryOp::Relu) return narrow<T>(x < A(0) ? A(0) : x);  // NaN stays NaN
-    else if constexpr (Op == UnaryOp::Exp) return narrow<T>(exp(x));
-    else if constexpr (Op == UnaryOp::Log) return narrow<T>(log(x));
-    else if constexpr (Op == UnaryOp::Sqrt) return narrow<T>(sqrt(x));
-    else if constexpr (Op == UnaryOp::Rsqrt) return narrow<T>(A(1) / sqrt(x));
-    else if constexpr (Op == UnaryOp::Tanh) return narrow<T>(tanh(x));
-    else if constexpr (Op == UnaryOp::Sigmoid) return narrow<T>(A(1) / (A(1) + exp(-x)));
-    else if constexpr (Op == UnaryOp::Silu) return narrow<T>(x / (A(1) + exp(-x)));
-    else if constexpr (Op == UnaryOp::Gelu && is_half_v<T>) return narrow<T>(gelu_fast(x));
-    else if constexpr (Op == UnaryOp::Gelu) return narrow<T>(A(0.5) * x * (A(1) + erf(x * A(0.70710678118654752440))));
-    else return narrow<T>(A(0.5) * x * (A(1) + tanh(A(0.79788456080286535588) * (x + A(0.044715) * x * x * x))));
-  }
+// gelu_fast as a formula functor.
+struct GeluFast16 {
+  __device__ __forceinline__ float operator()(float x) const { return gelu_fast(x); }
 };
 
-template <typename K, UnaryOp Op>
-void run(const Tensor& out, const Tensor& in) {
-  map<K, K>("unary", out, UnaryFn<device_t<K>, Op>{}, in);
-}
+// The formula the kernel for element type T runs: F, except the 16-bit GELU fast path.
+template <typename T, typename F>
+using DeviceFormula = std::conditional_t<is_half_v<T> && std::is_same_v<F, math::Gelu>, GeluFast16, F>;
+
+template <typename T, typename F>
+struct UnaryFn {
+  F formula;
+  __device__ T operator()(T v) const { return narrow<T>(formula(widen(v))); }
+};
 
 template <typename K>
 void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
-  switch (op) {
-    case UnaryOp::Neg: return run<K, UnaryOp::Neg>(out, in);
-    case UnaryOp::Abs: return run<K, UnaryOp::Abs>(out, in);
-    case UnaryOp::Relu: return run<K, UnaryOp::Relu>(out, in);
-    default: break;
-  }
-  if constexpr (!std::is_integral_v<K>) {
-    switch (op) {
-      case UnaryOp::Exp: return run<K, UnaryOp::Exp>(out, in);
-      case UnaryOp::Log: return run<K, UnaryOp::Log>(out, in);
-      case UnaryOp::Sqrt: return run<K, UnaryOp::Sqrt>(out, in);
-      case UnaryOp::Rsqrt: return run<K, UnaryOp::Rsqrt>(out, in);
-      case UnaryOp::Tanh: return run<K, UnaryOp::Tanh>(out, in);
-      case UnaryOp::Sigmoid: return run<K, UnaryOp::Sigmoid>(out, in);
-      case UnaryOp::Silu: return run<K, UnaryOp::Silu>(out, in);
-      case UnaryOp::Gelu: return run<K, UnaryOp::Gelu>(out, in);
-      case UnaryOp::GeluTanh: return run<K, UnaryOp::GeluTanh>(out, in);
-      default: break;
-    }
-  }
-  KILN_INTERNAL_ASSERT(false, "unary op {} reached the CUDA kernel with dtype {}", static_cast<int>(op), out.dtype());
+  using T = device_t<K>;
+  const bool done = math::with_unary_formula<acc_t<T>>(op, [&]<typename F>(F) {
+    map<K, K>("unary", out, UnaryFn<T, DeviceFormula<T, F>>{}, in);
+  });
+  KILN_INTERNAL_ASSERT(done, "unary op {} reached the CUDA kernel with dtype {}", static_cast<int>(op), out.dtype());
 }
 
 void unary_cuda(UnaryOp op, const Tensor& out, const Tensor& in) {
