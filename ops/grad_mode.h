@@ -5,14 +5,14 @@
 
 namespace kiln {
 
-namespace detail {
-extern thread_local bool t_grad_enabled;
-}
+// The flag itself is a thread_local in op_scope.cpp, read and written only there: a
+// thread_local shared across translation units goes through a TLS wrapper function, which
+// UBSan flags as a store through a null pointer (GCC 13, tests linking the static library).
 
 /// True when ops on this thread record autograd history (the default).
-inline bool is_grad_enabled() { return detail::t_grad_enabled; }
+bool is_grad_enabled();
 /// Turns recording on or off for this thread.
-inline void set_grad_enabled(bool enabled) { detail::t_grad_enabled = enabled; }
+void set_grad_enabled(bool enabled);
 
 /// Switches recording to `enabled` on this thread for the guard's lifetime.
 class AutoGradMode {

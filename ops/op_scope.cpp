@@ -43,8 +43,14 @@ namespace kiln {
 namespace detail {
 std::atomic<bool> g_op_observers_active{false};
 thread_local bool t_thread_observers_active = false;
-thread_local bool t_grad_enabled = true;
 }  // namespace detail
+
+namespace {
+thread_local bool t_grad_enabled = true;  // grad_mode.h
+}  // namespace
+
+bool is_grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 namespace {
 
@@ -207,7 +213,7 @@ void OpScope::notify_begin(std::initializer_list<AttrValue> attrs) {
   // mode is on. Non-differentiable ops also shield the ops they call. The check runs before
   // the scope counts as open: when it throws (from the constructor, so no destructor runs)
   // it leaves the per-thread stacks as it found them.
-  if (t_grad_suppressed == 0 && detail::t_grad_enabled && !op_->has(kOpComposite)) {
+  if (t_grad_suppressed == 0 && t_grad_enabled && !op_->has(kOpComposite)) {
     bool needs = false;
     for (uint32_t i = 0; i < num_inputs_; ++i)
       if (inputs_[i] != nullptr && inputs_[i]->requires_grad()) needs = true;
