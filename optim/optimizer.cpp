@@ -3,6 +3,7 @@
 
 #include <unordered_set>
 
+#include "../ops/factory.h"
 #include "../tensor/shape.h"
 
 namespace kiln::optim {
