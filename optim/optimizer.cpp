@@ -3,6 +3,7 @@
 
 #include <unordered_set>
 
+#include "../ops/factory.h"
 #include "../tensor/shape.h"
 #include "../ops/grad_mode.h"
 

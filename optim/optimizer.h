@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "../nn/state_dict.h"
-#include "../ops/factory.h"
 #include "state_io.h"
 
 namespace kiln::optim {

@@ -44,7 +44,7 @@ void ref_sgd(double& p, double g, double& buf, const SgdConfig& c, bool first) {
 bool same_bits(const Tensor& a, const Tensor& b) {
   const Tensor ca = a.contiguous(), cb = b.contiguous();
   return ca.sizes() == cb.sizes() && ca.dtype() == cb.dtype() &&
-         (ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0);  // empty: no pointer to read
+         (ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0);
 }
 
 // A random state tensor with non-negative values (second moments), laid out as `layout`.

@@ -100,7 +100,7 @@ inline std::vector<double> set_random_grad(Tensor& p) {
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
   const Tensor ca = a.cpu().contiguous(), cb = b.cpu().contiguous();
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+  return ca.nbytes() == 0 || std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
 }  // namespace kiln::testing
