@@ -123,12 +123,25 @@ if $have_torch; then
       "$BUILD-libtorch/side_by_side_cuda_overhead" > "$OUT/cuda_overhead_side_by_side.txt" 2>&1
       "$BUILD-libtorch/side_by_side_gemm" > "$OUT/cuda_gemm_side_by_side.txt" 2>&1
       "$BUILD-libtorch/side_by_side_transfer" > "$OUT/cuda_transfer_side_by_side.txt" 2>&1
+      # Training (issue 14): a 4-layer MLP step against LibTorch's C++ frontend and PyTorch
+      # eager, AdamW against PyTorch's fused kernel.
+      "$BUILD-libtorch/side_by_side_train_step" > "$OUT/train_step_side_by_side.txt" 2>&1
+      python3 bench/train_step_torch.py >> "$OUT/train_step_side_by_side.txt" 2>&1
+      "$BUILD-libtorch/side_by_side_adamw" > "$OUT/adamw_side_by_side.txt" 2>&1
     else
       row "side-by-side overhead" "not built (no Kiln install found; see $OUT/libtorch_configure.log)"
     fi
   else
     row "LibTorch benchmarks" "build failed (see $OUT/libtorch_build.log)"
     profiler_benches
+  fi
+  BUILD="$BUILD" OUT="$OUT" bash scripts/cross_entropy_bench.sh > "$OUT/cross_entropy_side_by_side.txt" 2>&1
+  # Fashion-MNIST against PyTorch, 3 seeds (needs the data: scripts/stage_fashion_mnist.sh
+  # here, then the data/ folder carried to the GPU machine).
+  if [[ -e data/fashion-mnist/t10k-labels-idx1-ubyte.gz ]]; then
+    python3 bench/fashion_mnist_compare.py --kiln "$BUILD/examples/train_fashion_mnist" --data data/fashion-mnist \
+      > "$OUT/fashion_mnist_compare.txt" 2>&1
+    row "Fashion-MNIST vs PyTorch" "$(grep SUMMARY "$OUT/fashion_mnist_compare.txt")"
   fi
   # Kiln and PyTorch, each with and without expandable segments, one table (a PyTorch
   # subprocess per setting: PYTORCH_CUDA_ALLOC_CONF is read when CUDA starts).
