@@ -29,7 +29,6 @@ Tensor accumulate(const Tensor& into, const Tensor& g) { return into.defined() ?
 struct Capture {
   Node* node;
   uint32_t input_nr;
-  bool is_leaf;
   Tensor value;
 };
 
@@ -104,20 +103,16 @@ void run(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_out
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
     std::vector<Tensor> outs;
-    bool captured_here = false;
     if (captures != nullptr)
       for (Capture& c : *captures)
-        if (c.node == n) {
-          if (c.input_nr < grads.size() && grads[c.input_nr].defined()) c.value = accumulate(c.value, grads[c.input_nr]);
-          captured_here = captured_here || c.is_leaf;
-        }
+        if (c.node == n && c.input_nr < grads.size() && grads[c.input_nr].defined())
+          c.value = accumulate(c.value, grads[c.input_nr]);
     // grad() never touches .grad(): leaf accumulators do not run.
     const bool is_accumulator = dynamic_cast<AccumulateGrad*>(n) != nullptr;
     if (any && !(captures != nullptr && is_accumulator)) {
       profiler::RecordFunction scope(fmt::format("autograd::engine::evaluate_function: {}", n->name()));
       outs = n->apply(std::move(grads));
     }
-    (void)captured_here;
     ran.push_back(n);
     const auto& edges = n->next_edges();
     for (size_t i = 0; i < edges.size(); ++i) {
@@ -148,7 +143,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     KILN_CHECK(t.defined() && t.requires_grad(), "grad: input {} does not require grad", i);
     const Edge e = gradient_edge(t);
     keep.push_back(e.node);
-    captures.push_back(Capture{e.node.get(), e.input_nr, t.is_leaf(), Tensor()});
+    captures.push_back(Capture{e.node.get(), e.input_nr, Tensor()});
   }
   run(outputs, grad_outputs, retain_graph || create_graph, create_graph, &captures, "grad");
   std::vector<Tensor> result;

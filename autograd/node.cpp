@@ -33,12 +33,6 @@ void Node::run_pre_hooks(std::vector<Tensor>& grads) const {
 }
 
 namespace {
-std::string backward_name_of(std::string_view name);
-}  // namespace
-
-std::string backward_name(const OpDesc& op) { return backward_name_of(op.name); }
-
-namespace {
 std::string backward_name_of(std::string_view name) {
   if (name == "to" || name == "_to_copy") return "ToCopyBackward0";
   if (name == "copy_") return "CopyBackwards";
@@ -57,6 +51,8 @@ std::string backward_name_of(std::string_view name) {
   return out + "Backward0";
 }
 }  // namespace
+
+std::string backward_name(const OpDesc& op) { return backward_name_of(op.name); }
 
 Tensor sum_to(const Tensor& grad, const Shape& sizes) {
   if (grad.sizes() == sizes) return grad;
@@ -100,7 +96,7 @@ OpNode::OpNode(const OpCall& call)
   input_sizes_.resize(n);
   input_dtypes_.resize(n, DType::Float32);
   input_devices_.resize(n, Device::cpu());
-  needs_grad_.resize(n, false);
+  needs_grad_ = std::make_unique<bool[]>(n);  // value-initialised: false
   next_edges_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Tensor* t = call.inputs[i];
@@ -152,9 +148,7 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor> grads) {
   std::vector<Tensor> inputs(inputs_.size()), outputs(outputs_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) inputs[i] = unpack(inputs_[i], i, !inputs_[i].is_output);
   for (size_t j = 0; j < outputs_.size(); ++j) outputs[j] = unpack(outputs_[j], j, false);
-  const std::unique_ptr<bool[]> needs(new bool[needs_grad_.size()]);
-  for (size_t i = 0; i < needs_grad_.size(); ++i) needs[i] = needs_grad_[i];
-  const BackwardArgs args{*op_, inputs, attrs_, outputs, grads, {needs.get(), needs_grad_.size()}, input_sizes_};
+  const BackwardArgs args{*op_, inputs, attrs_, outputs, grads, {needs_grad_.get(), next_edges_.size()}, input_sizes_};
   std::vector<Tensor> result = op_->backward(args);
   result.resize(next_edges_.size());
   for (size_t i = 0; i < result.size(); ++i) {

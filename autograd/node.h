@@ -92,7 +92,7 @@ class OpNode final : public Node {
   std::vector<Shape> input_sizes_;
   std::vector<DType> input_dtypes_;
   std::vector<Device> input_devices_;
-  std::vector<bool> needs_grad_;
+  std::unique_ptr<bool[]> needs_grad_;  // per input slot; a plain array, as BackwardArgs reads it
   size_t num_outputs_ = 1;
   bool released_ = false;
 };

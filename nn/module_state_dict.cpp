@@ -9,18 +9,12 @@
 // optimizer's list) sees the loaded values.
 #include <unordered_set>
 
-#include "../tensor/make.h"
 #include "../tensor/shape.h"
 #include "module.h"
 
 namespace kiln::nn {
 
 namespace {
-
-// A handle sharing t's memory and layout with no autograd state: what t.detach() will
-// return once autograd defines it (then use that). Its in-place writes bump the version
-// counter t shares, since the counter lives on the storage.
-Tensor detached_alias(const Tensor& t) { return new_view(t, t.sizes(), t.strides(), t.storage_offset(), "detach"); }
 
 std::string quoted_list(const std::vector<std::string>& keys) {
   std::string out;
@@ -47,7 +41,7 @@ StateDict Module::state_dict() const {
   std::vector<std::pair<std::string, Tensor>> entries;
   collect_state("", entries);
   StateDict out;
-  for (auto& [name, t] : entries) out.insert(std::move(name), detached_alias(t));
+  for (auto& [name, t] : entries) out.insert(std::move(name), t.detach());  // shares memory and version counter, no history
   return out;
 }
 
@@ -104,9 +98,9 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state_dict, bool stric
   std::vector<std::pair<Tensor, Tensor>> staged;
   staged.reserve(plan.size());
   for (const auto& [dst, src] : plan) {
-    Tensor source = detached_alias(src).to(dst.device(), dst.dtype());
+    Tensor source = src.detach().to(dst.device(), dst.dtype());
     if (destinations.count(source.unsafe_impl()->storage().get()) != 0) source = source.clone();
-    staged.emplace_back(detached_alias(dst), std::move(source));
+    staged.emplace_back(dst.detach(), std::move(source));
   }
 
   // Phase 3: same shape, dtype and device on both sides: plain copies.
