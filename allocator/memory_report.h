@@ -29,6 +29,9 @@ std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviat
 /// bytes mapped, address space, pages mapped and unmapped so far, waits for the GPU before
 /// unmapping); "" when there are none.
 std::string expandable_summary(const MemorySnapshot& snapshot);
+/// One line per private pool (CUDA graph capture): segments, reserved and allocated bytes;
+/// empty when there is none.
+std::string private_pools_summary(const MemorySnapshot& snapshot);
 
 /// The one-line fragmentation verdict printed under the summary table.
 std::string fragmentation_verdict(const MemorySnapshot& snapshot);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -224,7 +225,31 @@ std::string format_memory_summary(const MemorySnapshot& snapshot, bool abbreviat
   for (const std::string& line : lines) out += "|" + line + "|\n";
   const std::string expandable = expandable_summary(snapshot);
   if (!expandable.empty()) out += expandable + "\n";
+  const std::string pools = private_pools_summary(snapshot);
+  if (!pools.empty()) out += pools + "\n";
   return out + fragmentation_verdict(snapshot) + "\n";
+}
+
+std::string private_pools_summary(const MemorySnapshot& snapshot) {
+  struct PoolTotals {
+    size_t segments = 0;
+    uint64_t reserved = 0, allocated = 0;
+  };
+  std::map<uint64_t, PoolTotals> pools;
+  for (const SegmentInfo& seg : snapshot.segments) {
+    if (seg.pool_id == 0) continue;
+    PoolTotals& p = pools[seg.pool_id];
+    ++p.segments;
+    p.reserved += seg.mapped_size;
+    p.allocated += seg.allocated_size;
+  }
+  if (pools.empty()) return "";
+  std::string out = "Private pools (CUDA graphs; counted in the table above):";
+  for (const auto& [id, p] : pools)
+    out += fmt::format("\n  pool {}: {} segment{}, {} reserved, {} allocated to tensors", id, p.segments,
+                       p.segments == 1 ? "" : "s", in_units(static_cast<int64_t>(p.reserved)),
+                       in_units(static_cast<int64_t>(p.allocated)));
+  return out;
 }
 
 std::string expandable_summary(const MemorySnapshot& snapshot) {

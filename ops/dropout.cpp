@@ -34,7 +34,7 @@ Tensor dropout_with_state(const Tensor& x, double p, bool train, PhiloxState sta
   if (!train || p == 0.0) return scope.output(x);
   const Tensor in = x.contiguous();
   Tensor out = new_contiguous(x.sizes(), x.dtype(), x.device(), "dropout");
-  dispatch::dropout_kernels.get("dropout", x.device())(out, in, p, state);
+  dispatch::dropout_kernels.get("dropout", x.device())(out, in, p, default_generator().for_kernel(state));
   return scope.output(out);
 }
 }  // namespace detail

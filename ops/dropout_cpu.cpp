@@ -8,6 +8,7 @@ namespace kiln::cpu {
 
 namespace {
 void dropout_cpu(const Tensor& out, const Tensor& in, double p, PhiloxState state) {
+  KILN_CHECK(state.graph_state == nullptr, "dropout: a CPU tensor cannot be used inside a CUDA graph capture");
   const int64_t n = in.numel();
   const float threshold = static_cast<float>(p);
   dispatch_floating(in.dtype(), "dropout", [&]<typename T>() {

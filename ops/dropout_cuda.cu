@@ -22,7 +22,9 @@ __device__ __forceinline__ T drop(T x, uint32_t bits, float threshold, acc_t<T> 
 
 template <typename T>
 __global__ void dropout_kernel(T* __restrict__ out, const T* __restrict__ in, int64_t n, float threshold,
-                               acc_t<T> scale, uint64_t seed, uint64_t first_block, bool vec) {
+                               acc_t<T> scale, uint64_t seed, uint64_t first_block,
+                               const uint64_t* __restrict__ graph_state, bool vec) {
+  philox::resolve_graph_state(graph_state, seed, first_block);
   const int64_t blocks = (n + 3) / 4;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < blocks;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -56,7 +58,8 @@ void dropout_cuda(const Tensor& out, const Tensor& in, double p, PhiloxState sta
     T* y = static_cast<T*>(out.data_ptr());
     const bool vec = aligned_for<T>(x, 4) && aligned_for<T>(y, 4);
     dropout_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, stream_of(out)>>>(y, x, n, threshold, scale, state.seed,
-                                                                                 state.first_block, vec);
+                                                                                 state.first_block, state.graph_state,
+                                                                                 vec);
     CUDA_CHECK(cudaGetLastError());
   });
 }

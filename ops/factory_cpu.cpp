@@ -41,6 +41,7 @@ void arange_cpu(const Tensor& out, double start, double step) {
 }
 
 void random_cpu(RandomDist dist, const Tensor& out, double a, double b, PhiloxState state) {
+  KILN_CHECK(state.graph_state == nullptr, "random: a CPU tensor cannot be filled inside a CUDA graph capture");
   dispatch_floating(out.dtype(), "random", [&]<typename T>() {
     T* o = out.data_ptr<T>();
     const int64_t n = out.numel();

@@ -51,7 +51,8 @@ void arange_cuda(const Tensor& out, double start, double step) {
 // One thread per Philox block: `per` consecutive elements.
 template <typename T>
 __global__ void random_kernel(T* out, int64_t n, bool uniform, double a, double b, int digits, uint64_t seed,
-                              uint64_t first_block) {
+                              uint64_t first_block, const uint64_t* __restrict__ graph_state) {
+  philox::resolve_graph_state(graph_state, seed, first_block);
   constexpr int per = philox::per_block(static_cast<int>(sizeof(T)));
   const int64_t blocks = (n + per - 1) / per;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < blocks;
@@ -80,7 +81,7 @@ void random_cuda(RandomDist dist, const Tensor& out, double a, double b, PhiloxS
     const int per = philox::per_block(static_cast<int>(sizeof(T)));
     random_kernel<T><<<blocks_for((n + per - 1) / per), kThreads, 0, stream_of(out)>>>(
         static_cast<T*>(out.data_ptr()), n, dist == RandomDist::Uniform, a, b, significand_digits(out.dtype()),
-        state.seed, state.first_block);
+        state.seed, state.first_block, state.graph_state);
     CUDA_CHECK(cudaGetLastError());
   });
 }

@@ -112,4 +112,13 @@ KILN_HOST_DEVICE inline double normal(const Block& b, int lane, int values_per_b
   return use_cos ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
 }
 
+/// Inside a CUDA graph (Note [Random numbers in a CUDA graph], tensor/generator.h) a kernel's
+/// seed and base offset come from device memory the graph rewrites before each replay.
+KILN_HOST_DEVICE inline void resolve_graph_state(const uint64_t* graph_state, uint64_t& seed, uint64_t& first_block) {
+  if (graph_state != nullptr) {
+    seed = graph_state[0];
+    first_block += graph_state[1];
+  }
+}
+
 }  // namespace kiln::philox

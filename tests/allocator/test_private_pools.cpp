@@ -3,6 +3,9 @@
 // released pool gives each segment back as soon as it is empty, and then disappears.
 #include <string>
 
+#include <fmt/format.h>
+
+#include "allocator/memory_report.h"
 #include "allocator_testing.h"
 
 using namespace kiln;
@@ -213,4 +216,25 @@ TEST_CASE("empty_cache and the OOM retry keep the cache of a pool that is not re
   // With the pool gone, the same request fits.
   void* q = a->allocate(22 * kMiB);
   a->free(q);
+}
+
+TEST_CASE("memory_summary lists each private pool with its segments, reserved and allocated bytes") {
+  TestAllocator a;
+  CHECK(private_pools_summary(a->snapshot()).empty());
+  void* outside = a->allocate(4 * kKiB, kOther);
+  const MemPoolId pool = a->create_pool();
+  a->begin_allocate_to_pool(pool, kCapture);
+  void* small = a->allocate(3 * kKiB, kCapture);  // a 2 MiB small-pool segment
+  void* big = a->allocate(5 * kMiB, kCapture);    // a 20 MiB large-pool segment
+  a->end_allocate_to_pool(pool);
+  const std::string line = private_pools_summary(a->snapshot());
+  CHECK(line == fmt::format("Private pools (CUDA graphs; counted in the table above):\n  pool {}: 2 segments, 22.0 MiB "
+                            "reserved, 5.0 MiB allocated to tensors",
+                            pool));
+  CHECK(format_memory_summary(a->snapshot()).find(line) != std::string::npos);
+  a->free(small);
+  a->free(big);
+  a->free(outside);
+  a->release_pool(pool);
+  CHECK(private_pools_summary(a->snapshot()).empty());
 }

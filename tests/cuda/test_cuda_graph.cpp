@@ -1,0 +1,129 @@
+// CudaGraph (graph/cuda_graph.h) on the GPU: a captured sequence of ops replays with the
+// values its static input holds at replay time and equals the eager result; random ops draw
+// new numbers on every replay, the very numbers eager calls would have drawn; a capture that
+// waits for the GPU fails cleanly and leaves everything usable; the graph's memory is a
+// private pool that memory_summary lists; the profiler shows a replay as one cudaGraphLaunch
+// row with the graph's kernels under it.
+#ifdef KILN_WITH_CUDA
+
+#include <string>
+
+#include "allocator/memory.h"
+#include "cuda/cuda_testing.h"
+#include "graph/cuda_graph.h"
+#include "profiler/profiler.h"
+#include "testing.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+const Device kGpu = Device::cuda(0);
+
+// The work under test: a GEMM, a bias, GELU and a reduction.
+Tensor block(const Tensor& x, const Tensor& w, const Tensor& b) { return gelu(linear(x, w, b)).sum(1); }
+}  // namespace
+
+TEST_CASE("CudaGraph replays captured ops on the static input's current values") {
+  manual_seed(11);
+  const Tensor w = randn({48, 32}, TensorOptions().device(kGpu)), b = randn({48}, TensorOptions().device(kGpu));
+  Tensor static_x = randn({16, 32}, TensorOptions().device(kGpu));
+  graph::CudaGraph g(kGpu);
+  {
+    cuda::StreamGuard warm(g.capture_stream());
+    (void)block(static_x, w, b);  // warm-up: cuBLASLt's plan and workspace for this stream
+  }
+  Tensor static_out;
+  g.capture([&] { static_out = block(static_x, w, b); });
+  CHECK(g.captured());
+  CHECK(g.num_nodes() >= 3);
+  CHECK(g.random_blocks() == 0);
+  for (int round = 0; round < 3; ++round) {
+    const Tensor x = randn({16, 32}, TensorOptions().device(kGpu));
+    static_x.copy_(x);
+    g.replay();
+    const Tensor expected = block(x, w, b);  // eager, same kernels
+    CHECK(equal(static_out, expected));
+  }
+  // Its memory is a private pool, listed by memory_summary.
+  CHECK(memory_summary(kGpu).find(fmt::format("pool {}:", g.pool())) != std::string::npos);
+}
+
+TEST_CASE("dropout in a CUDA graph draws new numbers per replay, those eager calls would draw") {
+  const Tensor x = randn({1000}, TensorOptions().device(kGpu)) + 3.0;  // no zeros: a zero marks a dropped element
+  graph::CudaGraph g(kGpu);
+  {
+    cuda::StreamGuard warm(g.capture_stream());
+    (void)dropout(x, 0.5, true);
+  }
+  Tensor out;
+  const uint64_t offset_before = default_generator().offset();
+  g.capture([&] { out = dropout(x, 0.5, true) * 2.0; });
+  CHECK(default_generator().offset() == offset_before);  // capturing draws nothing
+  CHECK(g.random_blocks() == 250);
+
+  manual_seed(123);
+  const Tensor eager1 = dropout(x, 0.5, true) * 2.0, eager2 = dropout(x, 0.5, true) * 2.0;
+  CHECK_FALSE(equal(eager1, eager2));
+  manual_seed(123);
+  g.replay();
+  const Tensor replay1 = out.clone();
+  g.replay();
+  CHECK(equal(replay1, eager1));
+  CHECK(equal(out, eager2));
+  CHECK(default_generator().offset() == 500);
+}
+
+TEST_CASE("a capture that waits for the GPU fails with a clear error and leaves everything usable") {
+  const Tensor x = randn({64}, TensorOptions().device(kGpu));
+  const Stream before = cuda::current_stream(kGpu);
+  graph::CudaGraph g(kGpu);
+  {
+    cuda::StreamGuard warm(g.capture_stream());
+    (void)(x * 2.0).sum();
+  }
+  CHECK_THROWS_AS(g.capture([&] { (void)(x * 2.0).sum().item(); }), Error);
+  CHECK_FALSE(g.captured());
+  CHECK_FALSE(g.capturing());
+  CHECK(cuda::current_stream(kGpu) == before);
+  CHECK_THROWS_WITH_AS(g.replay(), doctest::Contains("CudaGraph::replay: nothing was captured"), Error);
+  // Eager work (allocations included) goes on as before.
+  const Tensor y = (x * 2.0).sum();
+  CHECK(y.item<float>() == doctest::Approx((x.cpu() * 2.0).sum().item<float>()).epsilon(1e-5));
+  CHECK_THROWS_WITH_AS(g.capture_end(), doctest::Contains("CudaGraph::capture_end: no capture is under way"), Error);
+}
+
+TEST_CASE("the profiler shows a replay as one cudaGraphLaunch row with the graph's kernels under it") {
+  const Tensor w = randn({64, 64}, TensorOptions().device(kGpu)), b = randn({64}, TensorOptions().device(kGpu));
+  const Tensor x = randn({32, 64}, TensorOptions().device(kGpu));
+  graph::CudaGraph g(kGpu);
+  {
+    cuda::StreamGuard warm(g.capture_stream());
+    (void)block(x, w, b);
+  }
+  Tensor out;
+  g.capture([&] { out = block(x, w, b); });
+  g.replay();
+  cuda::synchronize(kGpu);
+
+  profiler::Profiler prof;
+  prof.start();
+  g.replay();
+  cuda::synchronize(kGpu);
+  prof.stop();
+  const profiler::KeyAverages averages = prof.key_averages();
+  const profiler::EventAverage* launch = nullptr;
+  int64_t kernel_ns = 0;
+  for (const profiler::EventAverage& r : averages.rows()) {
+    if (r.key == "cudaGraphLaunch") launch = &r;
+    if (r.key == "kiln::linear" || r.key == "kiln::gelu") FAIL("a replay runs no op: " << r.key);
+  }
+  for (const profiler::ProfileEvent& e : prof.events())
+    if (e.kind == profiler::EventKind::Kernel) kernel_ns += e.duration_ns();
+  REQUIRE(launch != nullptr);
+  CHECK(launch->count == 1);
+  CHECK(kernel_ns > 0);
+  CHECK(launch->cuda_time_total_ns == kernel_ns);
+}
+
+#endif  // KILN_WITH_CUDA
