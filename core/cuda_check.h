@@ -23,7 +23,7 @@ inline bool ready(cudaError_t status, const char* call) {
     (void)cudaGetLastError();
     return false;
   }
-  if (status != cudaSuccess) detail::throw_cuda_error(call, status, __FILE__, __LINE__);
+  if (status != cudaSuccess) ::kiln::detail::throw_cuda_error(call, status, __FILE__, __LINE__);
   return true;
 }
 }  // namespace kiln::cuda

@@ -67,6 +67,7 @@ void CudaGraph::capture_begin() {
   alloc.begin_allocate_to_pool(pool_, stream_.id());
   cuda::set_current_stream(stream_);
   default_generator().begin_graph_capture(static_cast<const uint64_t*>(philox_state_.get()));
+  cuda::detail::begin_capture_updates();
   capturing_ = true;
   const cudaError_t status = cudaStreamBeginCapture(as_stream(stream_), cudaStreamCaptureModeRelaxed);
   if (status != cudaSuccess) {
@@ -79,6 +80,7 @@ void CudaGraph::restore_after_capture() noexcept {
   if (!capturing_) return;
   capturing_ = false;
   random_blocks_ = default_generator().end_graph_capture();
+  updates_ = cuda::detail::end_capture_updates();
   try {
     caching_allocator(device_).end_allocate_to_pool(pool_);
     cuda::set_current_stream(previous_stream_);
@@ -96,6 +98,7 @@ void CudaGraph::capture_end() {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
     random_blocks_ = 0;
+    updates_.clear();
     KILN_FAIL("CudaGraph::capture_end: the capture failed ({}: {}); the work between capture_begin and "
               "capture_end must not wait for the GPU (item(), blocking copies, synchronize)",
               cudaGetErrorName(status), cudaGetErrorString(status));
@@ -116,6 +119,7 @@ void CudaGraph::capture_abort() noexcept {
   (void)cudaGetLastError();  // the failed capture's status is not the next call's
   restore_after_capture();
   random_blocks_ = 0;
+  updates_.clear();
 }
 
 void CudaGraph::replay() {
@@ -123,6 +127,10 @@ void CudaGraph::replay() {
   cuda::DeviceGuard guard(device_.index());
   const Stream stream = cuda::current_stream(device_);
   profiler::RecordFunction scope("cudaGraphLaunch");
+  // The first replay runs the captured step itself; later ones first redo its host part.
+  if (replays_ > 0)
+    for (const cuda::detail::ReplayUpdate& update : updates_) update(exec_);
+  ++replays_;
   if (random_blocks_ > 0) {
     const PhiloxState s = default_generator().reserve(random_blocks_);
     detail::write_philox_state(static_cast<uint64_t*>(philox_state_.get()), s.seed, s.first_block, as_stream(stream));

@@ -14,16 +14,21 @@
 //   each replay reserves fresh blocks, so dropout draws new numbers on every replay;
 // - the capture runs in cudaStreamCaptureModeRelaxed, so the allocator may still look at its
 //   events; anything that would wait for the GPU (item(), a blocking copy) fails the capture
-//   with a kiln::Error, after which the graph is empty and everything else is as before.
+//   with a kiln::Error, after which the graph is empty and everything else is as before;
+// - host code that computes kernel arguments per step (an optimizer's step()) runs inside
+//   cuda::run_updatable (core/graph_capture.h): before each replay after the first, it runs
+//   again and rewrites its kernels' arguments in the instantiated graph.
 // Run the work once eagerly on capture_stream() before capturing (a warm-up), so that
 // one-time set-up (cuBLASLt workspaces and plans, device-error records) is not captured.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "../allocator/caching_allocator.h"
 #include "../core/device.h"
+#include "../core/graph_capture.h"
 #include "../core/stream.h"
 
 namespace kiln::graph {
@@ -91,6 +96,8 @@ class CudaGraph {
   size_t num_nodes_ = 0;
   uint64_t random_blocks_ = 0;
   bool capturing_ = false;
+  std::vector<cuda::detail::ReplayUpdate> updates_;  // run before each replay but the first
+  uint64_t replays_ = 0;
 };
 
 }  // namespace kiln::graph

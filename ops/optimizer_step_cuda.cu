@@ -92,7 +92,8 @@ void step_one(const char* op, const std::array<const Tensor*, N>& operands, cons
     contiguous = contiguous && operands[static_cast<size_t>(k)]->is_contiguous();
   }
   if (contiguous) {
-    step_contiguous_kernel<T, N, F><<<blocks_for(n), kThreads, 0, stream>>>(n, ops, f);
+    launch_updatable(&step_contiguous_kernel<T, N, F>, dim3(static_cast<unsigned>(blocks_for(n))), dim3(kThreads), stream,
+                     n, ops, f);
   } else {
     std::array<DimValues, N> strides;
     std::array<const DimValues*, N> ptrs;
@@ -111,9 +112,9 @@ void step_one(const char* op, const std::array<const Tensor*, N>& operands, cons
       idx.sizes[d] = dims.sizes[static_cast<size_t>(d)];
       for (size_t k = 0; k < N; ++k) idx.strides[d][k] = dims.strides[static_cast<size_t>(d)][k];
     }
-    step_strided_kernel<T, N, F><<<blocks_for(n), kThreads, 0, stream>>>(n, idx, ops, f);
+    launch_updatable(&step_strided_kernel<T, N, F>, dim3(static_cast<unsigned>(blocks_for(n))), dim3(kThreads), stream,
+                     n, idx, ops, f);
   }
-  CUDA_CHECK(cudaGetLastError());
 }
 
 void sgd_step_cuda(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdConfig& config,

@@ -44,7 +44,7 @@ const AdamState& AdamFamily<Options, kDecoupled>::state(size_t index) const {
 }
 
 template <typename Options, bool kDecoupled>
-void AdamFamily<Options, kDecoupled>::step() {
+void AdamFamily<Options, kDecoupled>::step_impl() {
   NoGradGuard no_grad;  // parameters are leaves that require grad: updated in place outside autograd
   // Every gradient is checked before any parameter or state changes.
   std::vector<std::vector<size_t>> with_grad(this->num_param_groups());

@@ -70,12 +70,12 @@ namespace detail {
 template <typename Options, bool kDecoupled>
 class AdamFamily : public OptimizerBase<Options, AdamState> {
  public:
-  /// One Adam (or AdamW) step of every parameter with a gradient.
-  void step() override;
   /// Parameter `index`'s state (across groups, as in state_dict()).
   const AdamState& state(size_t index) const;
 
  protected:
+  /// One Adam (or AdamW) step of every parameter with a gradient.
+  void step_impl() override;
   AdamFamily(std::string name, std::vector<Tensor> params, const Options& options)
       : OptimizerBase<Options, AdamState>(std::move(name), std::move(params), options) {}
 

@@ -3,11 +3,16 @@
 
 #include <unordered_set>
 
+#include "../core/graph_capture.h"
 #include "../ops/factory.h"
 #include "../tensor/shape.h"
 #include "../ops/grad_mode.h"
 
 namespace kiln::optim {
+
+void Optimizer::step() {
+  cuda::run_updatable([this] { step_impl(); });
+}
 
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;

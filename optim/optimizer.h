@@ -34,7 +34,10 @@ class Optimizer {
   /// The optimizer's class name ("SGD", "Adam", "AdamW"), which starts its error messages.
   const std::string& name() const { return name_; }
   /// Updates every parameter that has a gradient (parameters without one are skipped).
-  virtual void step() = 0;
+  /// Inside a CUDA graph capture, each replay redoes the host part (step counts, the current
+  /// learning rate) and gives the captured kernels the arguments an eager step would have
+  /// (core/graph_capture.h): the step must see the same parameters with gradients each time.
+  void step();
   /// Clears the gradients of every parameter: set_to_none drops them (grad() becomes
   /// undefined, as PyTorch's default), otherwise they are zeroed in place.
   void zero_grad(bool set_to_none = true);
@@ -64,6 +67,8 @@ class Optimizer {
   virtual void load_state_dict(const StateDict& dict) = 0;
 
  protected:
+  /// The optimizer's update (what step() runs).
+  virtual void step_impl() = 0;
   explicit Optimizer(std::string name) : name_(std::move(name)) {}
   /// Checks and appends a group's parameters: not empty, defined, floating point, leaves,
   /// in no other group.

@@ -27,7 +27,7 @@ const SGDState& SGD::state(size_t index) const {
   return state_[index];
 }
 
-void SGD::step() {
+void SGD::step_impl() {
   NoGradGuard no_grad;  // parameters are leaves that require grad: updated in place outside autograd
   // Every gradient is checked before any parameter changes.
   std::vector<std::vector<size_t>> with_grad(num_param_groups());

@@ -48,12 +48,12 @@ class SGD final : public OptimizerBase<SGDOptions, SGDState> {
  public:
   /// An SGD over `params` (one group) with `options` (also the default of later groups).
   explicit SGD(std::vector<Tensor> params, const SGDOptions& options = {});
-  /// One SGD step of every parameter with a gradient.
-  void step() override;
   /// Parameter `index`'s state (across groups, as in state_dict()).
   const SGDState& state(size_t index) const;
 
  private:
+  /// One SGD step of every parameter with a gradient.
+  void step_impl() override;
   void write_state(StateDict& dict, const std::string& prefix, const SGDState& state,
                    const SGDOptions& options) const override;
   SGDState read_state(StateReader& reader, const std::string& prefix, const Tensor& param, size_t index,

@@ -9,7 +9,9 @@
 // all of that tensor's operands are aligned, scalar loads otherwise. No device buffer and
 // no host-to-device copy is needed: the arguments stay under the classic 4 KiB limit.
 //
-// More tensors than fit one launch are sent in several launches, in order.
+// More tensors than fit one launch are sent in several launches, in order. The launches are
+// updatable (updatable_launch.cuh): inside a CUDA graph, a replay of an optimizer step gets
+// the arguments the eager step would have had.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,6 +24,7 @@
 #include "../../tensor/tensor.h"
 #include "device_types.cuh"
 #include "elementwise.cuh"
+#include "updatable_launch.cuh"
 
 namespace kiln::cuda_kernels {
 
@@ -128,9 +131,9 @@ void multi_tensor_apply(const char* op, const std::array<std::span<const Tensor>
   int64_t blocks = 0;
   auto flush = [&] {
     if (meta.count == 0) return;
-    multi_tensor_kernel<T, N, A, F, Apply>
-        <<<static_cast<unsigned int>(blocks), kMultiThreads, 0, stream>>>(meta, base, apply);
-    CUDA_CHECK(cudaGetLastError());
+    // Updatable: a captured optimizer step gets each replay's step sizes (graph_capture.h).
+    launch_updatable(&multi_tensor_kernel<T, N, A, F, Apply>, dim3(static_cast<unsigned int>(blocks)),
+                     dim3(kMultiThreads), stream, meta, base, apply);
     meta.count = 0;
     blocks = 0;
   };
