@@ -327,11 +327,19 @@ void fused_linear_gelu_backward_cuda(const Tensor& grad_input, const Tensor& gra
 
 bool linear_dgelu_bgrad_cuda(const Tensor& grad_pre, const Tensor& grad_bias, const Tensor& grad_next,
                              const Tensor& weight_next, const Tensor& pre) {
+  const DType dtype = grad_pre.dtype();
   KILN_INTERNAL_ASSERT(grad_pre.dim() == 2 && grad_pre.is_contiguous() && pre.is_contiguous() &&
                            pre.sizes() == grad_pre.sizes() && grad_bias.is_contiguous() &&
-                           grad_bias.numel() == grad_pre.sizes()[1],
-                       "linear_dgelu_bgrad: wants contiguous grad_pre and pre [M, N] and grad_bias [N]");
-  if (!lt_epilogue_dtype(grad_pre.dtype()) || grad_pre.numel() == 0) return false;
+                           grad_bias.numel() == grad_pre.sizes()[1] && grad_next.dim() == 2 &&
+                           weight_next.dim() == 2 && grad_next.sizes()[0] == grad_pre.sizes()[0] &&
+                           weight_next.sizes()[1] == grad_pre.sizes()[1] &&
+                           grad_next.sizes()[1] == weight_next.sizes()[0],
+                       "linear_dgelu_bgrad: wants grad_pre and pre [M, N] and grad_bias [N] contiguous, grad_next "
+                       "[M, P] and weight_next [P, N]");
+  KILN_INTERNAL_ASSERT(grad_bias.dtype() == dtype && grad_next.dtype() == dtype && weight_next.dtype() == dtype &&
+                           pre.dtype() == dtype,
+                       "linear_dgelu_bgrad: wants one dtype for every operand");
+  if (!lt_epilogue_dtype(dtype) || grad_pre.numel() == 0) return false;
   cuda::DeviceGuard guard(grad_pre.device().index());
   // DGELU_BGRAD's bias gradient sums D's columns (Kiln's rows): length N, as grad_bias.
   return lt_run(grad_pre, grad_next, weight_next, CUBLASLT_EPILOGUE_DGELU_BGRAD, nullptr, pre.data_ptr(),
