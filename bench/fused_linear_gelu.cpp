@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
       manual_seed(0);
       const TensorOptions o = TensorOptions(dt).device(gpu);
       const double weight_bytes = static_cast<double>(sh.n * sh.k) * static_cast<double>(element_size(dt));
-      const int sets = std::max(4, static_cast<int>(2.0 * static_cast<double>(props.l2_cache_bytes) / weight_bytes) + 1);
+      const double l2_bytes = static_cast<double>(props.l2_cache_bytes);
+      const int sets = std::max(4, static_cast<int>(2.0 * l2_bytes / weight_bytes) + 1);
       const Tensor x = randn({sh.m, sh.k}, o), b = randn({sh.n}, o);
       std::vector<Tensor> weights;
       for (int i = 0; i < sets; ++i) weights.push_back(randn({sh.n, sh.k}, o) * 0.03);

@@ -121,7 +121,8 @@ template <typename T, typename F>
 void launch_epilogue(T* out, const T* h, int64_t n, F gelu, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T) > 0 ? static_cast<int>(16 / sizeof(T)) : 1;
   if (kVec > 1 && aligned_for<T>(out, kVec) && aligned_for<T>(h, kVec)) {
-    fused_linear_gelu_epilogue_kernel<kVec><<<blocks_for((n + kVec - 1) / kVec), kThreads, 0, stream>>>(out, h, n, gelu);
+    const unsigned int blocks = blocks_for((n + kVec - 1) / kVec);
+    fused_linear_gelu_epilogue_kernel<kVec><<<blocks, kThreads, 0, stream>>>(out, h, n, gelu);
   } else {
     fused_linear_gelu_epilogue_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(out, h, n, gelu);
   }

@@ -3,9 +3,10 @@
 // reference computed on the host and against the unfused gelu(linear(...)) at M, N, K in
 // {1, 7, 127, 1000, 4095, 4097} (each size in each position with the others moderate, plus
 // corners), both GELU modes, float32 (true fp32: 1e-5, a bound TF32 misses), TF32 (2e-3),
-// bfloat16 (1e-2) and float16 (2e-3) relative norm error; the backward op against float64
-// references and the unfused autograd gradients, with and without the saved pre-activation;
-// the DGELU_BGRAD helper; the device check. Which kernel path runs is ops/fused_linear_gelu_cuda.cu's.
+// bfloat16 (1e-2) and float16 (2e-3) relative norm error; NaN and Inf where the unfused path
+// puts them; the backward op against float64 references and the unfused autograd gradients,
+// with and without the saved pre-activation; the DGELU_BGRAD helper; the device check. Which
+// kernel path runs for which case is ops/fused_linear_gelu_cuda.cu's file comment.
 #ifdef KILN_WITH_CUDA
 
 #include <array>
@@ -83,7 +84,9 @@ std::array<Tensor, 3> host_operands(int64_t m, int64_t n, int64_t k, DType dtype
   return {random({m, k}, dtype, -1, 1), random({n, k}, dtype, -2 * s, 2 * s), random({n}, dtype, -0.5, 0.5)};
 }
 
-double norm_error(const Tensor& got, const std::vector<double>& want) { return relative_norm_error(values(got.cpu()), want); }
+double norm_error(const Tensor& got, const std::vector<double>& want) {
+  return relative_norm_error(values(got.cpu()), want);
+}
 
 /// One shape in one precision: the kernel through its table into poisoned buffers (with and
 /// without the pre-activation), the op, and the unfused path, all against the reference.
@@ -164,6 +167,44 @@ TEST_CASE("fused_linear_gelu on the GPU: 3-D, strided and expanded inputs, no bi
       const Tensor k0 = fused_linear_gelu(random({3, 0}, dt).to(kGpu), random({24, 0}, dt).to(kGpu), b.to(kGpu), mode);
       CHECK(relative_norm_error(values(k0.cpu()), values(gelu(b, mode).expand({3, 24}))) <= norm_tolerance(dt));
     }
+}
+
+TEST_CASE("fused_linear_gelu on the GPU: NaN and Inf land where gelu(linear(...)) puts them") {
+  manual_seed(177);
+  for (const Precision& p : kPrecisions)
+    for (bool tanh_mode : {false, true})
+      for (int64_t n : {24, 7}) {  // 24: cuBLASLt's epilogue paths can take it; 7: the portable path
+        CAPTURE(p.name);
+        CAPTURE(tanh_mode);
+        CAPTURE(n);
+        Tf32Scope tf32(p.tf32);
+        const char* mode = tanh_mode ? "tanh" : "none";
+        std::vector<double> vx = values(random({6, 16}, kFloat64, -1, 1));
+        std::vector<double> vw = values(random({n, 16}, kFloat64, -1, 1));
+        vx[0 * 16 + 1] = kInf;   // row 0: +-Inf outputs (GELU(-Inf) is NaN, as in PyTorch)
+        vx[1 * 16 + 2] = -kInf;  // row 1
+        vx[2 * 16 + 0] = kNaN;   // row 2: NaN
+        vw[0 * 16 + 1] = 0.5;    // so output 0 of row 0 and of row 1 is +Inf
+        vw[0 * 16 + 2] = -0.5;
+        const Tensor x = from_vector(vx, {6, 16}).to(p.dtype).to(kGpu);
+        const Tensor w = from_vector(vw, {n, 16}).to(p.dtype).to(kGpu);
+        const Tensor b = random({n}, p.dtype, -0.5, 0.5).to(kGpu);
+        for (bool with_grad : {false, true}) {  // with the pre-activation written, and without
+          CAPTURE(with_grad);
+          const Tensor wl = with_grad ? w.detach().clone().requires_grad_() : w;
+          const std::vector<double> f = values(fused_linear_gelu(x, wl, b, mode).detach().cpu());
+          const std::vector<double> u = values(gelu(linear(x, w, b), mode).cpu());
+          int specials = 0;
+          for (size_t i = 0; i < f.size(); ++i) {
+            CAPTURE(i);
+            CHECK(std::isnan(f[i]) == std::isnan(u[i]));
+            CHECK(std::isinf(f[i]) == std::isinf(u[i]));
+            if (std::isinf(u[i])) CHECK(f[i] == u[i]);
+            specials += !std::isfinite(u[i]);
+          }
+          CHECK(specials >= 3 * n);  // rows 0 to 2: every output is +-Inf through a nonzero weight, or NaN
+        }
+      }
 }
 
 TEST_CASE("fused_linear_gelu's backward on the GPU: against float64 and the unfused autograd gradients") {

@@ -19,7 +19,8 @@ inline double gelu_reference(double h, bool tanh_mode) {
 
 /// d/dh of gelu_reference.
 inline double gelu_derivative_reference(double h, bool tanh_mode) {
-  if (!tanh_mode) return 0.5 * (1.0 + std::erf(h / std::sqrt(2.0))) + h * std::exp(-0.5 * h * h) / std::sqrt(2.0 * M_PI);
+  if (!tanh_mode)
+    return 0.5 * (1.0 + std::erf(h / std::sqrt(2.0))) + h * std::exp(-0.5 * h * h) / std::sqrt(2.0 * M_PI);
   const double c = std::sqrt(2.0 / M_PI);
   const double t = std::tanh(c * (h + 0.044715 * h * h * h));
   return 0.5 * (1.0 + t) + 0.5 * h * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * h * h);

@@ -52,7 +52,8 @@ TEST_CASE("fused_linear_gelu matches the float64 reference at M, N, K in {1, 7, 
         for (int64_t k : {1, 7, 127})
           for (const char* mode : {"none", "tanh"}) {
             const Operands o = operands(m, n, k, dt);
-            check_fused(o.x, o.w, o.b, mode, "MNK " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+            check_fused(o.x, o.w, o.b, mode,
+                        "MNK " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
           }
 }
 
@@ -218,12 +219,14 @@ TEST_CASE("fused_linear_gelu errors name the op and the offending values") {
   CHECK_THROWS_WITH_AS(fused_linear_gelu(x, w, b, "exact"),
                        doctest::Contains("fused_linear_gelu: approximate must be \"none\" or \"tanh\", got \"exact\""),
                        Error);
-  CHECK_THROWS_WITH_AS(fused_linear_gelu(Tensor(), w), doctest::Contains("fused_linear_gelu: argument 'input'"), Error);
-  CHECK_THROWS_WITH_AS(fused_linear_gelu(x, Tensor()), doctest::Contains("fused_linear_gelu: argument 'weight'"), Error);
-  CHECK_THROWS_WITH_AS(
-      fused_linear_gelu(x, random({4, 3}, kFloat64)),
-      doctest::Contains("fused_linear_gelu: expected input and weight to have the same dtype, but got float32 and float64"),
-      Error);
+  CHECK_THROWS_WITH_AS(fused_linear_gelu(Tensor(), w), doctest::Contains("fused_linear_gelu: argument 'input'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(fused_linear_gelu(x, Tensor()), doctest::Contains("fused_linear_gelu: argument 'weight'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(fused_linear_gelu(x, random({4, 3}, kFloat64)),
+                       doctest::Contains("fused_linear_gelu: expected input and weight to have the same dtype, but got "
+                                         "float32 and float64"),
+                       Error);
   CHECK_THROWS_WITH_AS(
       fused_linear_gelu(random({2, 3}, kInt64), random({4, 3}, kInt64)),
       doctest::Contains("fused_linear_gelu: unsupported dtype int64 (supported: float16, bfloat16, float32, float64)"),
@@ -235,8 +238,8 @@ TEST_CASE("fused_linear_gelu errors name the op and the offending values") {
   CHECK_THROWS_WITH_AS(fused_linear_gelu(random({}), random({4, 1})),
                        doctest::Contains("fused_linear_gelu: input must have at least 1 dimension"), Error);
   CHECK_THROWS_WITH_AS(fused_linear_gelu(random({2, 5}), w),
-                       doctest::Contains("fused_linear_gelu: input's last dimension (5) does not match in_features (3): "
-                                         "input shape [2, 5], weight shape [4, 3]"),
+                       doctest::Contains("fused_linear_gelu: input's last dimension (5) does not match in_features "
+                                         "(3): input shape [2, 5], weight shape [4, 3]"),
                        Error);
   CHECK_THROWS_WITH_AS(fused_linear_gelu(x, w, random({3})),
                        doctest::Contains("fused_linear_gelu: bias must have shape [4] (out_features), got [3]"), Error);
