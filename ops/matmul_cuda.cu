@@ -1,11 +1,12 @@
 // The CUDA GEMM kernel (GemmKernel in kernels.h): floating dtypes through cuBLASLt, integers
 // (and anything cuBLASLt declines) through an own shared-memory tiled kernel.
 //
-// Layout mapping. Kiln matrices are row-major; cuBLASLt is column-major. We compute
-// out^T [N, M] = b^T a^T, so cuBLASLt's A is Kiln's b and its B is Kiln's a. A matrix whose
-// column stride is 1 is, read column-major, its own transpose with ld = row stride (op N); a
-// matrix whose row stride is 1 is column-major as it stands with ld = column stride (op T).
-// Size-1 dims have arbitrary strides and are normalised first. Any other matrix layout
+// Layout mapping (the helpers are in ops/cuda/blas_layout.h). Kiln matrices are row-major;
+// cuBLASLt is column-major. We compute out^T [N, M] = b^T a^T, so cuBLASLt's A is Kiln's b and
+// its B is Kiln's a. A matrix whose column stride is 1 is, read column-major, its own
+// transpose with ld = row stride (op N); a matrix whose row stride is 1 is column-major as it
+// stands with ld = column stride (op T). Size-1 dims have arbitrary strides and are
+// normalised first. Any other matrix layout
 // (both strides non-unit, stride 0 inside a matrix, ld too small) is copied densely first,
 // only its distinct matrices (stride-0 batch dims stay broadcast).
 //
@@ -31,6 +32,7 @@
 #include "../tensor/convert.h"
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/make.h"
+#include "cuda/blas_layout.h"
 #include "cuda/cublaslt.h"
 #include "cuda/device_types.cuh"
 #include "cuda/elementwise.cuh"
@@ -43,27 +45,6 @@ namespace kiln::cuda_kernels {
 namespace {
 
 // ---- describing the problem --------------------------------------------------------------
-
-/// A strided rows x cols matrix (strides in elements).
-struct MatrixLayout {
-  int64_t rows, cols, row_stride, col_stride;
-};
-
-/// How BLAS reads a Kiln matrix X as the column-major operand op(X^T): `trans` means the
-/// memory holds X column-major (use op T); otherwise it holds X^T column-major (op N).
-struct BlasView {
-  bool ok = false;
-  bool trans = false;
-  int64_t ld = 0;
-};
-
-BlasView blas_view(const MatrixLayout& m) {
-  const bool row_major = (m.col_stride == 1 || m.cols == 1) && (m.rows == 1 || m.row_stride >= m.cols);
-  if (row_major) return {true, false, m.rows == 1 ? std::max<int64_t>(m.cols, 1) : m.row_stride};
-  const bool col_major = (m.row_stride == 1 || m.rows == 1) && (m.cols == 1 || m.col_stride >= m.rows);
-  if (col_major) return {true, true, m.cols == 1 ? std::max<int64_t>(m.rows, 1) : m.col_stride};
-  return {};
-}
 
 /// Batch dims after collapsing: `outer` walked by the host, the innermost as a strided batch.
 /// Strides in elements, per operand in the order out, a, b.
@@ -173,22 +154,6 @@ Tensor materialize(const Tensor& t) {
 
 // ---- cuBLASLt ------------------------------------------------------------------------------
 
-cudaDataType_t lt_type(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float64: return CUDA_R_64F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    default: KILN_FAIL("matmul: cuBLASLt has no GEMM for dtype {}", dtype);
-  }
-}
-
-cublasComputeType_t lt_compute(DType dtype) {
-  if (dtype == DType::Float64) return CUBLAS_COMPUTE_64F;
-  if (dtype == DType::Float32 && allow_tf32()) return CUBLAS_COMPUTE_32F_FAST_TF32;
-  return CUBLAS_COMPUTE_32F;  // float32, and float16/bfloat16 with float accumulation
-}
-
 /// Runs the problem through cuBLASLt; false (nothing launched) when it has no algorithm or
 /// the sizes exceed what it takes.
 bool lt_gemm(const Problem& p, DType dtype, int device, double alpha, double beta, const void* bias,
@@ -200,7 +165,7 @@ bool lt_gemm(const Problem& p, DType dtype, int device, double alpha, double bet
 
   LtGemmDesc d;
   d.device = device;
-  d.dtype = lt_type(dtype);
+  d.dtype = lt_type(dtype, "matmul");
   d.compute = lt_compute(dtype);
   d.epilogue = bias != nullptr ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   // D = out^T [N, M]; A = b^T [N, K]; B = a^T [K, M].

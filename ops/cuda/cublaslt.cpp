@@ -4,6 +4,9 @@
 // under the preference "at most this workspace, pointers aligned as the description says"
 // (and, for 16-bit types, split-K reductions in float, never in the 16-bit output type).
 // Descriptions with no algorithm are cached too, so the fallback decision is also a lookup.
+// Epilogue pointers (bias, bias gradient, aux matrix) are set on the plan's descriptor before
+// each call; their alignments are part of the description, since the heuristic chose the
+// algorithm for the first call's pointers.
 #include "cublaslt.h"
 
 #include <map>
@@ -40,9 +43,11 @@ struct DescHash {
     mix(static_cast<uint64_t>(d.compute));
     mix(static_cast<uint64_t>(d.epilogue));
     mix((d.trans_a ? 1u : 0u) | (d.trans_b ? 2u : 0u));
-    for (int64_t v : {d.m, d.n, d.k, d.lda, d.ldb, d.ldc, d.batch, d.stride_a, d.stride_b, d.stride_c})
+    for (int64_t v : {d.m, d.n, d.k, d.lda, d.ldb, d.ldc, d.aux_ld, d.batch, d.stride_a, d.stride_b, d.stride_c,
+                      d.stride_aux})
       mix(static_cast<uint64_t>(v));
     mix((uint64_t{d.align_a} << 48) ^ (uint64_t{d.align_b} << 32) ^ (uint64_t{d.align_c} << 16) ^ d.align_bias);
+    mix(d.align_aux);
     return static_cast<size_t>(h);
   }
 };
@@ -86,7 +91,13 @@ void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttribute
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(T)));
 }
 
-bool has_bias(cublasLtEpilogue_t epilogue) { return (static_cast<uint32_t>(epilogue) & CUBLASLT_EPILOGUE_BIAS) != 0; }
+// The epilogue's pointers, set on the plan's descriptor before every call (and before the
+// heuristic runs, which reads their values for their alignment, never the data).
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, cublasLtEpilogue_t epilogue, const LtGemmArgs& args) {
+  if (lt_reads_bias(epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
+  if (lt_writes_bias_grad(epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias_grad);
+  if (lt_uses_aux(epilogue)) set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, args.aux);
+}
 
 cublasLtMatrixLayout_t make_layout(cudaDataType_t dtype, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
                                    int64_t stride) {
@@ -112,14 +123,14 @@ class LtCache {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = plans_.find(d);
     if (it == plans_.end()) [[unlikely]] {
-      std::unique_ptr<Plan> plan = build_plan(d, args.bias);
+      std::unique_ptr<Plan> plan = build_plan(d, args);
       if (plans_.size() >= kMaxPlans) plans_.clear();  // dynamic shapes: bound the cache, simply
       it = plans_.emplace(d, std::move(plan)).first;
     }
     Plan& plan = *it->second;
     if (!plan.has_algo) return false;
     const LtContext ctx = context_locked(d.device, stream);
-    if (has_bias(d.epilogue)) set_desc(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, args.bias);
+    set_epilogue_pointers(plan.op, d.epilogue, args);
     CUBLAS_CHECK(cublasLtMatmul(ctx.handle, plan.op, args.alpha, args.a, plan.a, args.b, plan.b, args.beta, args.c,
                                 plan.c, args.c, plan.c, &plan.algo, ctx.workspace, ctx.workspace_bytes, stream));
     return true;
@@ -161,7 +172,7 @@ class LtCache {
     return LtContext{s.handle, it->second.data_ptr(), s.workspace_bytes};
   }
 
-  std::unique_ptr<Plan> build_plan(const LtGemmDesc& d, const void* bias) {
+  std::unique_ptr<Plan> build_plan(const LtGemmDesc& d, const LtGemmArgs& args) {
     const DeviceState& s = device_locked(d.device);
     auto plan = std::make_unique<Plan>();
     const cudaDataType_t scale = d.compute == CUBLAS_COMPUTE_64F ? CUDA_R_64F : CUDA_R_32F;
@@ -170,8 +181,11 @@ class LtCache {
     set_desc(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(d.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
     if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
       set_desc(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(d.epilogue));
-      // The heuristic reads the bias pointer's value for its alignment (never the data).
-      if (has_bias(d.epilogue)) set_desc(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+      set_epilogue_pointers(plan->op, d.epilogue, args);
+      if (lt_uses_aux(d.epilogue)) {
+        set_desc(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, d.aux_ld);
+        if (d.batch > 1) set_desc(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, d.stride_aux);
+      }
     }
     plan->a = d.trans_a ? make_layout(d.dtype, d.k, d.m, d.lda, d.batch, d.stride_a)
                         : make_layout(d.dtype, d.m, d.k, d.lda, d.batch, d.stride_a);
@@ -218,7 +232,24 @@ LtCache& cache() {
 
 }  // namespace
 
+bool lt_reads_bias(cublasLtEpilogue_t epilogue) {
+  return (static_cast<uint32_t>(epilogue) & CUBLASLT_EPILOGUE_BIAS) != 0;
+}
+
+bool lt_uses_aux(cublasLtEpilogue_t epilogue) {
+  // The aux bit shared by RELU_AUX, GELU_AUX (and their BIAS forms), DRELU and DGELU.
+  return (static_cast<uint32_t>(epilogue) & 128u) != 0;
+}
+
+bool lt_writes_bias_grad(cublasLtEpilogue_t epilogue) {
+  // The BGRAD bit of DRELU_BGRAD and DGELU_BGRAD, and the two bias-gradient-only epilogues.
+  const uint32_t e = static_cast<uint32_t>(epilogue);
+  return (e & (16u | CUBLASLT_EPILOGUE_BGRADA | CUBLASLT_EPILOGUE_BGRADB)) != 0;
+}
+
 bool lt_matmul(const LtGemmDesc& desc, const LtGemmArgs& args, cudaStream_t stream) {
+  // cuBLASLt's rule for the GELU aux matrix (cublasLt.h, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD).
+  if (lt_uses_aux(desc.epilogue) && (desc.aux_ld % 8 != 0 || desc.aux_ld < desc.m)) return false;
   return cache().matmul(desc, args, stream);
 }
 

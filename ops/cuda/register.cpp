@@ -19,6 +19,7 @@ void register_cuda_kernels() {
   cuda_kernels::register_loss_backward_kernels();
   cuda_kernels::register_dropout_kernels();
   cuda_kernels::register_matmul_kernels();
+  cuda_kernels::register_fused_linear_gelu_kernels();
   cuda_kernels::register_clamp_kernels();
   cuda_kernels::register_masked_fill_kernels();
   cuda_kernels::register_indexing_kernels();

@@ -19,6 +19,7 @@ void register_masked_fill_kernels();
 void register_indexing_kernels();
 void register_dropout_kernels();
 void register_matmul_kernels();
+void register_fused_linear_gelu_kernels();
 void register_optimizer_step_kernels();
 
 }  // namespace kiln::cuda_kernels

@@ -205,6 +205,26 @@ std::vector<ShapedEntry> gemm_entries() {
          }, /*bias_epilogue=*/true);
        },
        [](const Tensors& in, int64_t) { return cat({linear(in[0], in[1], in[2]), linear(in[0], in[1])}, 0); }},
+      // fused_linear_gelu: linear's operands, both GELU modes, with and without the bias. GELU
+      // of exact products is still rounded differently by the two devices (and the GPU's
+      // portable path rounds the pre-activation of 16-bit types first): the dtype's tolerance
+      // where the sets ask for equality.
+      {"fused_linear_gelu", kFloatDtypes,
+       [](DType dtype) {
+         std::vector<InputSet> sets =
+             gemm_sets(dtype, [dtype](int64_t m, int64_t k, int64_t n, Layout la, Layout lb, bool eighths) {
+               return Tensors{make_operand({2, m, k}, la, dtype, eighths), make_operand({n, k}, lb, dtype, eighths),
+                              make_operand({n}, Layout::Sliced, dtype, eighths)};
+             }, /*bias_epilogue=*/true);
+         for (InputSet& set : sets)
+           if (set.tol.has_value() && set.tol->atol == 0) set.tol = gpu_tolerance(dtype);
+         return sets;
+       },
+       [](const Tensors& in, int64_t) {
+         return cat({fused_linear_gelu(in[0], in[1], in[2]), fused_linear_gelu(in[0], in[1], in[2], "tanh"),
+                     fused_linear_gelu(in[0], in[1]), fused_linear_gelu(in[0], in[1], {}, "tanh")},
+                    0);
+       }},
   };
 }
 

@@ -3,8 +3,8 @@
 // and ends before the profile stopped), Self CUDA / CUDA total as key_averages.h defines
 // them, the table's CUDA columns and kernel rows, the trace's kernel events and flows, and
 // recordings that do not leak into one another, kernels launched on several threads at
-// once each under the op of the thread that launched it, and a first profiled op that
-// carries none of CUPTI's start-up work.
+// once each under the op of the thread that launched it, a first profiled op that carries
+// none of CUPTI's start-up work, and fused_linear_gelu's kernels under it.
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime.h>
@@ -312,6 +312,47 @@ TEST_CASE("profiler (CUDA): profile_memory charges device blocks to the op that 
   CHECK(add_row->self_cuda_memory_usage == 256 * 256 * 4);
   CHECK(add_row->self_cpu_memory_usage == 0);
   CHECK(prof.key_averages().table().find("CUDA Mem") != std::string::npos);
+}
+
+TEST_CASE("profiler (CUDA): fused_linear_gelu's kernels under it, and its backward as one op") {
+  const TensorOptions o = TensorOptions().device(kGpu);
+  const Tensor x = randn({64, 256}, o);
+  const Tensor w = (randn({512, 256}, o) * 0.05).requires_grad_(), b = randn({512}, o).requires_grad_();
+  sum(fused_linear_gelu(x, w, b)).backward();  // cuBLASLt's first-call set-up stays out of the profile
+  cuda::synchronize(kGpu);
+
+  Profiler prof;
+  prof.start();
+  // float32, exact GELU, TF32 off: the portable path, the GEMM then the GELU kernel.
+  sum(fused_linear_gelu(x, w, b)).backward();
+  cuda::synchronize(kGpu);
+  prof.stop();
+  if (!traced(prof)) return;
+  const std::vector<ProfileEvent>& events = prof.events();
+  int forward_ops = 0, backward_ops = 0, forward_kernels = 0, epilogue = 0, backward_kernels = 0, dgelu = 0;
+  for (const ProfileEvent& e : events) {
+    if (!profiler::on_device(e.kind)) {
+      forward_ops += e.name == "kiln::fused_linear_gelu";
+      backward_ops += e.name == "kiln::fused_linear_gelu_backward";
+      continue;
+    }
+    if (e.kind != EventKind::Kernel || e.launcher < 0) continue;
+    const std::string& op = events[static_cast<size_t>(e.launcher)].name;
+    if (op == "kiln::fused_linear_gelu") {
+      ++forward_kernels;
+      epilogue += e.name.find("fused_linear_gelu_epilogue_kernel") != std::string::npos;
+    } else if (op == "kiln::fused_linear_gelu_backward") {
+      ++backward_kernels;
+      dgelu += e.name.find("fused_linear_gelu_dgelu_kernel") != std::string::npos;
+    }
+  }
+  CHECK(forward_ops == 1);
+  CHECK(backward_ops == 1);  // one op for dH, both gradient GEMMs and the bias gradient
+  CHECK(forward_kernels >= 2);  // the GEMM (cuBLASLt may split it) and the GELU kernel
+  CHECK(epilogue == 1);
+  CHECK(dgelu == 1);
+  // dH and grad weight (x needs no gradient; the bias gradient in the GEMM's epilogue, or a column sum).
+  CHECK(backward_kernels >= 2);
 }
 
 #endif  // KILN_WITH_CUDA
