@@ -71,6 +71,20 @@ using SoftmaxKernel = void (*)(const Tensor& out, const Tensor& in, int64_t dim,
 using GemmKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
                             const Tensor& bias);
 
+/// fused_linear_gelu: out [M, N] = gelu(input [M, K] @ weight [N, K]^T + bias), gelu being
+/// UnaryOp::Gelu or UnaryOp::GeluTanh; input and weight of out's dtype with any strides, bias
+/// a contiguous [N] vector or undefined, out contiguous. A defined `pre` (contiguous [M, N])
+/// also receives the pre-activation input @ weight^T + bias; undefined, it is never written.
+using FusedLinearGeluKernel = void (*)(const Tensor& out, const Tensor& pre, const Tensor& input,
+                                       const Tensor& weight, const Tensor& bias, UnaryOp gelu);
+/// fused_linear_gelu's backward: with dH = grad [M, N] * gelu'(pre [M, N]), writes each
+/// defined output: grad_input [M, K] = dH @ weight [N, K], grad_weight [N, K] = dH^T @ input
+/// [M, K], grad_bias [N] = column sums of dH. Outputs are contiguous; grad, pre, input and
+/// weight have any strides; all share one floating dtype.
+using FusedLinearGeluBackwardKernel = void (*)(const Tensor& grad_input, const Tensor& grad_weight,
+                                               const Tensor& grad_bias, const Tensor& grad, const Tensor& pre,
+                                               const Tensor& input, const Tensor& weight, UnaryOp gelu);
+
 /// Row-wise layer norm of a contiguous [rows, n] input; weight and bias ([n]) may be
 /// undefined. Also writes each row's mean and 1/std (float32 [rows]) for the backward pass.
 using LayerNormKernel = void (*)(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
@@ -177,6 +191,8 @@ extern KernelTable<DropoutKernel> dropout_kernels;
 extern KernelTable<ReduceKernel> reduce_kernels;
 extern KernelTable<SoftmaxKernel> softmax_kernels;
 extern KernelTable<GemmKernel> gemm_kernels;
+extern KernelTable<FusedLinearGeluKernel> fused_linear_gelu_kernels;
+extern KernelTable<FusedLinearGeluBackwardKernel> fused_linear_gelu_backward_kernels;
 extern KernelTable<LayerNormKernel> layer_norm_kernels;
 extern KernelTable<NllLossKernel> nll_loss_kernels;
 extern KernelTable<NllLossBackwardKernel> nll_loss_backward_kernels;

@@ -76,6 +76,25 @@ OpCost softmax(const OpCall& call) { return with_flops(call, 5.0 * out_elements(
 OpCost layer_norm(const OpCall& call) { return with_flops(call, 8.0 * out_elements(call)); }
 OpCost gemm(const OpCall& call) { return gemm_at(call, 0); }
 OpCost addmm(const OpCall& call) { return gemm_at(call, 1); }
+OpCost linear_gelu(const OpCall& call) {
+  const Tensor* x = input(call, 0);
+  const double k = x != nullptr && x->dim() >= 1 ? static_cast<double>(x->size(-1)) : 0.0;
+  return with_flops(call, (2.0 * k + 1.0) * out_elements(call), true);
+}
+OpCost linear_gelu_backward(const OpCall& call) {
+  OpCost c = bytes_only(call);
+  const Tensor* grad = input(call, 0);
+  const Tensor* x = input(call, 1);
+  if (grad == nullptr || x == nullptr || x->dim() < 1) return c;
+  const double mn = static_cast<double>(grad->numel()), k = static_cast<double>(x->size(-1));
+  auto computed = [&](size_t j) { return j < call.outputs.size() && call.outputs[j].defined(); };
+  c.flops = mn;
+  if (computed(0)) c.flops += 2.0 * mn * k;
+  if (computed(1)) c.flops += 2.0 * mn * k;
+  if (computed(2)) c.flops += mn;
+  if (c.flops > 0) c.math = math_of(call, true);
+  return c;
+}
 OpCost scatter_add(const OpCall& call) {
   const Tensor* index = input(call, 1);
   return with_flops(call, index != nullptr ? static_cast<double>(index->numel()) : 0.0);

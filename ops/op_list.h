@@ -20,6 +20,8 @@
   X(_nll_loss_forward) X(_nll_loss_backward) X(_cross_entropy_forward) X(_cross_entropy_backward)   \
   /* matrix products (ops/records/matmul.cpp) */                                                   \
   X(matmul) X(mm) X(addmm) X(linear)                                                              \
+  /* fused ops (ops/records/fused.cpp) */                                                          \
+  X(fused_linear_gelu) X(fused_linear_gelu_backward)                                              \
   /* views (ops/records/views.cpp) */                                                              \
   X(view) X(reshape) X(transpose) X(t) X(permute) X(narrow) X(slice) X(select) X(unsqueeze)       \
   X(squeeze) X(expand) X(as_strided) X(detach)                                                    \

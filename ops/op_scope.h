@@ -91,6 +91,11 @@ class OpScope {
       end_without_outputs();
   }
 
+  /// Whether autograd records this call (grad mode on, an input requires grad, no recording
+  /// op around it): an op with an optional saved output (fused_linear_gelu's pre-activation)
+  /// materialises it only then.
+  bool records_grad() const { return grad_; }
+
   /// Records the op's single output and returns it (use as `return scope.output(out);`).
   Tensor output(Tensor out) {
     if (active_) [[unlikely]]

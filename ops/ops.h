@@ -6,6 +6,7 @@
 #include "comparison.h"
 #include "dropout.h"
 #include "factory.h"
+#include "fused_linear_gelu.h"
 #include "indexing.h"
 #include "join.h"
 #include "layer_norm.h"

@@ -13,6 +13,7 @@ void register_cpu_kernels() {
   cpu::register_reduce_kernels();
   cpu::register_softmax_kernels();
   cpu::register_gemm_kernels();
+  cpu::register_fused_linear_gelu_kernels();
   cpu::register_layer_norm_kernels();
   cpu::register_dropout_kernels();
   cpu::register_loss_kernels();

@@ -10,6 +10,7 @@ void register_binary_kernels();
 void register_reduce_kernels();
 void register_softmax_kernels();
 void register_gemm_kernels();
+void register_fused_linear_gelu_kernels();
 void register_layer_norm_kernels();
 void register_dropout_kernels();
 void register_loss_kernels();

@@ -105,6 +105,13 @@ inline std::vector<OpSample> op_samples(Device device, DType dtype) {
   sample("mm", {at, r({4, 2})}, [](V x) { return mm(x[0], x[1]); }, {0, 1});
   sample("addmm", {r({2}), r({3, 4}), r({4, 2})}, [](V x) { return addmm(x[0], x[1], x[2], 0.5, 2); }, {0, 1, 2});
   sample("linear", {r({2, 3, 4}), r({5, 4}), r({5})}, [](V x) { return linear(x[0], x[1], x[2]); }, {0, 1, 2});
+  sample("fused_linear_gelu", {r({2, 3, 4}), r({5, 4}), r({5})},
+      [](V x) { return fused_linear_gelu(x[0], x[1], x[2]); }, {0, 1, 2});
+  sample("fused_linear_gelu", {at, r({4, 5}).t()}, [](V x) { return fused_linear_gelu(x[0], x[1], {}, "tanh"); },
+      {0, 1});
+  sample("fused_linear_gelu_backward", {r({2, 3, 5}), r({2, 3, 4}), r({5, 4}), r({2, 3, 5})}, [](V x) {
+    return fused_linear_gelu_backward(x[0], x[1], x[2], x[3], "tanh").weight;
+  });
   sample("view", {r({3, 4})}, [](V x) { return x[0].view({2, 6}); }, {0});
   sample("reshape", {at}, [](V x) { return x[0].reshape({-1}); }, {0});
   sample("transpose", {r({2, 3, 4})}, [](V x) { return x[0].transpose(0, 2); }, {0});
