@@ -23,10 +23,12 @@ struct CompileOptions {
 /// A compiled graph: call it like a function. Movable, not copyable.
 class Executable {
  public:
-  /// Wraps an executor over `graph` (compile() builds these).
+  /// Wraps an executor over `graph` (compile() builds these; a null executor throws).
   Executable(Graph graph, std::unique_ptr<ExecutorImpl> executor);
   ~Executable();
+  /// Moves; calling the moved-from executable throws.
   Executable(Executable&&);
+  /// Move assignment; calling the moved-from executable throws.
   Executable& operator=(Executable&&);
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;

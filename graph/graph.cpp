@@ -244,7 +244,9 @@ Node* Graph::insert_node(Node* before, const OpDesc& op, std::vector<Value*> inp
   for (AttrValue& a : attrs) node->attrs_.push_back(s.intern(std::move(a)));
   const std::string_view base = name.empty() ? std::string_view(op.name) : name;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    Value* v = s.new_value(ValueKind::NodeOutput, i == 0 ? std::string(base) : fmt::format("{}_out{}", base, i),
+    // Output i > 0 is named after output 0: "linear_1", "linear_1_out1".
+    Value* v = s.new_value(ValueKind::NodeOutput,
+                           i == 0 ? std::string(base) : fmt::format("{}_out{}", node->outputs_[0]->name_, i),
                            std::move(outputs[i]));
     v->producer_ = node;
     v->index_ = i;

@@ -47,6 +47,7 @@ struct TensorMeta {
   static TensorMeta of(const Tensor& t);
   /// "float32[64, 1024]", with "@cuda:0" appended off the CPU; "undefined" for an undefined tensor.
   std::string str() const;
+  /// Same shape, dtype, device and definedness.
   bool operator==(const TensorMeta& other) const = default;
 };
 
@@ -158,12 +159,16 @@ class Node {
 /// an independent graph with the same ids and names that shares the constants' tensors.
 class Graph {
  public:
+  /// An empty graph: no inputs, constants, nodes or outputs.
   Graph();
   ~Graph();
+  /// An independent copy (same ids and names; the constants' tensors are shared, not copied).
   Graph(const Graph& other);
+  /// Replaces this graph with a copy of `other`.
   Graph& operator=(const Graph& other);
-  /// Moves; `other` is left an empty graph.
+  /// Moves; nodes and values stay where they are, `other` is left an empty graph.
   Graph(Graph&& other);
+  /// Move assignment; `other` is left an empty graph.
   Graph& operator=(Graph&& other);
 
   // ---- building ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "autograd/op_samples.h"
+#include "graph/executor.h"  // ExecutorImpl, for an Executable built by hand
 #include "graph_testing.h"
 
 using namespace kiln;
@@ -180,9 +181,9 @@ TEST_CASE("gradients flow through an interpreted run as through the eager forwar
   Executable run = compile(capture(mlp, {x}));
   run({x})[0].pow(2).sum().backward();
   std::vector<Tensor> graph_grads;
-  for (const Tensor& p : mlp.parameters()) {
+  for (Tensor p : mlp.parameters()) {
     graph_grads.push_back(p.grad().clone());
-    p.mutable_grad() = Tensor();
+    p.set_grad(Tensor());
   }
   mlp(x).pow(2).sum().backward();
   const auto params = mlp.parameters();
@@ -210,6 +211,7 @@ TEST_CASE("compile: verification first, the copy it keeps, the CUDA Graph mode a
   CHECK(moved({in})[0].to_vector<float>() == std::vector<float>{0.0f, 2.5f});
   CHECK_THROWS_WITH_AS(run({in}), doctest::Contains("graph::Executable: this executable was moved from"),  // NOLINT
                        Error);
+  CHECK_THROWS_WITH_AS(Executable(Graph(), nullptr), doctest::Contains("graph::Executable: no executor"), Error);
 }
 
 TEST_CASE("a run checks what each node produced against the graph's metadata") {

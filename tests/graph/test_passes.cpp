@@ -235,9 +235,9 @@ TEST_CASE("a fused graph's gradients match eager's (the fused op's backward)") {
   Executable run = compile(g);
   run({x})[0].pow(2).sum().backward();  // with grad: the fused op also returns its pre-activation
   std::vector<Tensor> fused_grads;
-  for (const Tensor& p : mlp.parameters()) {
+  for (Tensor p : mlp.parameters()) {
     fused_grads.push_back(p.grad().clone());
-    p.mutable_grad() = Tensor();
+    p.set_grad(Tensor());
   }
   mlp(x).pow(2).sum().backward();
   const auto params = mlp.parameters();
