@@ -159,13 +159,17 @@ Graph::Graph(const Graph& other) : state_(std::make_unique<GraphState>()) {
     s.values.push_back(std::move(c));
     return s.values.back().get();
   };
-  // A value the copied graph reads but does not own (another graph's, or erased) is copied
-  // as it is, so verify() on the copy reports what it reports on the original.
+  // A value the copied graph reads but does not own (an erased one, another graph's) becomes a
+  // placeholder the copy owns, erased or foreign like the original's, so verify() on the copy
+  // reports what it reports on the original and the copy never points into another graph.
   auto mapped = [&](Value* v) -> Value* {
     if (v == nullptr) return nullptr;
     auto it = vmap.find(v);
     if (it != vmap.end()) return it->second;
-    return v;
+    Value* c = copy_value(v);
+    c->erased_ = v->erased_;
+    if (v->owner_ != &o) c->owner_ = nullptr;  // another graph's: in the copy, owned by no graph
+    return c;
   };
   for (const Value* v : o.inputs) s.inputs.push_back(copy_value(v));
   for (const Value* v : o.constants) s.constants.push_back(copy_value(v));
@@ -351,7 +355,7 @@ std::vector<Node*> Graph::nodes_of(const OpDesc& op) const {
 
 Value* Graph::find_value(std::string_view name) const {
   for (const auto& v : state_->values)
-    if (!v->erased_ && v->name_ == name) return v.get();
+    if (owns(v.get()) && v->name_ == name) return v.get();
   return nullptr;
 }
 

@@ -66,8 +66,15 @@ TEST_CASE("verify: a value of another graph, or of an erased node (dangling uses
   CHECK_THROWS_WITH_AS(verify(d.g),
                        doctest::Contains("node 'abs' (abs) input 0 (self) reads 'relu', which was erased from the graph"),
                        Error);
-  // Copies keep the dangling reference (and so the error).
-  CHECK_THROWS_WITH_AS(verify(Graph(d.g)), doctest::Contains("reads 'relu', which was erased"), Error);
+  // Copies keep the dangling reference (and so the error), with no pointer into the original.
+  Graph copy_d = d.g;
+  Graph copy_c = c.g;
+  d = Chain();
+  c = Chain();
+  other = Chain();
+  CHECK_THROWS_WITH_AS(verify(copy_d), doctest::Contains("reads 'relu', which was erased"), Error);
+  CHECK_THROWS_WITH_AS(verify(copy_c), doctest::Contains("reads 'relu', a value of another graph"), Error);
+  CHECK(copy_c.find_value("relu") != copy_c.nodes()[1]->input(0));  // the placeholder is not the copy's
 }
 
 TEST_CASE("verify: slot counts against the op record") {
