@@ -51,7 +51,9 @@ class Recorder final : public OpObserver {
   }
 
   /// Makes `t` a graph input.
-  void add_input(const Tensor& t, std::string_view name) { values_[t.unsafe_impl()] = graph_.add_input(name, TensorMeta::of(t)); }
+  void add_input(const Tensor& t, std::string_view name) {
+    values_[t.unsafe_impl()] = graph_.add_input(name, TensorMeta::of(t));
+  }
   /// The value `t` is in the graph (a constant if nothing recorded produced it).
   Value* value_of(const Tensor& t) {
     auto it = values_.find(t.unsafe_impl());

@@ -233,7 +233,8 @@ Node* Graph::append_node(const OpDesc& op, std::vector<Value*> inputs, std::vect
 Node* Graph::insert_node_before(Node* before, const OpDesc& op, std::vector<Value*> inputs,
                                 std::vector<AttrValue> attrs, std::vector<std::optional<TensorMeta>> outputs,
                                 std::string_view name) {
-  KILN_CHECK(before != nullptr && owns(before), "graph::Graph::insert_node_before: the position is not a live node of this graph");
+  KILN_CHECK(before != nullptr && owns(before),
+             "graph::Graph::insert_node_before: the position is not a live node of this graph");
   return insert_node(before, op, std::move(inputs), std::move(attrs), std::move(outputs), name);
 }
 
@@ -304,8 +305,9 @@ size_t Graph::replace_all_uses_with(Value* from, Value* to) {
 void Graph::erase_node(Node* node) {
   KILN_CHECK(node != nullptr && owns(node), "graph::Graph::erase_node: the node is not a live node of this graph");
   for (const Value* v : node->outputs_) {
-    KILN_CHECK(v->uses_.empty(), "graph::Graph::erase_node: cannot erase '{}' ({}): its output '{}' is still read by '{}'",
-               node->name_, node->op_->name, v->name_, v->uses_.front().node->name_);
+    KILN_CHECK(v->uses_.empty(),
+               "graph::Graph::erase_node: cannot erase '{}' ({}): its output '{}' is still read by '{}'", node->name_,
+               node->op_->name, v->name_, v->uses_.front().node->name_);
     KILN_CHECK(v->output_uses_ == 0,
                "graph::Graph::erase_node: cannot erase '{}' ({}): its output '{}' is a graph output", node->name_,
                node->op_->name, v->name_);
@@ -320,7 +322,8 @@ void Graph::remove_constant(Value* constant) {
   KILN_CHECK(constant != nullptr && owns(constant) && constant->kind_ == ValueKind::Constant,
              "graph::Graph::remove_constant: the value is not a live constant of this graph");
   KILN_CHECK(constant->unused(), "graph::Graph::remove_constant: constant '{}' is still read{}", constant->name_,
-             constant->uses_.empty() ? " as a graph output" : fmt::format(" by '{}'", constant->uses_.front().node->name_));
+             constant->uses_.empty() ? std::string(" as a graph output")
+                                     : fmt::format(" by '{}'", constant->uses_.front().node->name_));
   std::erase(state_->constants, constant);
   constant->erased_ = true;
   constant->constant_ = Tensor();  // the graph no longer keeps the tensor alive

@@ -86,7 +86,8 @@ std::string format_tabular(const Graph& graph) {
     outs.push_back(value_ref(v));
     out_metas.push_back(meta_str(v));
   }
-  rows.push_back({"output", "output", "output", tuple({tuple(outs)}), "{}", fmt::format("{}", fmt::join(out_metas, ", "))});
+  rows.push_back(
+      {"output", "output", "output", tuple({tuple(outs)}), "{}", fmt::format("{}", fmt::join(out_metas, ", "))});
 
   std::array<size_t, 6> width{};
   for (const Row& r : rows)

@@ -29,7 +29,8 @@ const char* kind_name(AttrKind kind) {
 }
 
 const char* value_kind_name(const AttrValue& v) {
-  constexpr const char* kNames[] = {"None", "int", "float", "bool", "Scalar", "int[]", "dtype", "device", "str", "float[]"};
+  constexpr const char* kNames[] = {"None",  "int",    "float", "bool", "Scalar",
+                                    "int[]", "dtype", "device", "str",  "float[]"};
   return kNames[v.index()];
 }
 
