@@ -17,3 +17,4 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "profiler/profiler_api.h"
+#include "graph/graph_api.h"
