@@ -3,11 +3,14 @@
 // CPU or a GPU: a progress bar per epoch, a line per epoch with the training loss and the test
 // accuracy, a safetensors checkpoint (model and optimizer) written at the end and read back
 // into a fresh model, which must score the same. --resume continues from such a checkpoint;
-// --profile prints the profiler's table of one training step.
+// --profile prints the profiler's table of one training step. --compile captures the model's
+// forward, fuses each linear+GELU (graph::fuse_linear_gelu) and, on a GPU, runs each full-size
+// training step (forward, loss, backward, AdamW, schedule) as one CUDA graph replay
+// (graph::compile of the step); an epoch's last, smaller batch runs eagerly.
 //
 //   train_fashion_mnist [--device cpu|cuda] [--epochs 20] [--batch 256] [--lr 1e-3] [--seed 0]
 //                       [--schedule cosine|constant] [--data DIR] [--checkpoint PATH] [--resume PATH]
-//                       [--limit N] [--profile]
+//                       [--limit N] [--profile] [--compile]
 //
 // The last line is greppable, as bench/fashion_mnist_torch.py's:
 //   RESULT framework=kiln seed=0 acc=0.8901 train_s=12.34 ...
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -42,6 +46,7 @@ struct Args {
   std::string resume;
   int64_t limit = 0;  // training samples used (0: all)
   bool profile = false;
+  bool compile = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -63,6 +68,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--resume") a.resume = value(i);
     else if (flag == "--limit") a.limit = std::stoll(value(i));
     else if (flag == "--profile") a.profile = true;
+    else if (flag == "--compile") a.compile = true;
     else KILN_FAIL("train_fashion_mnist: unknown option \"{}\" (see the comment at the top of the file)", flag);
   }
   KILN_CHECK(a.device.empty() || a.device == "cpu" || a.device == "cuda",
@@ -150,14 +156,37 @@ int main(int argc, char** argv) {
                   static_cast<long long>(first_epoch - 1), accuracy(model, x_test, y_test));
     }
 
-    auto step = [&](const data::Batch& b) {
+    // One training step on (x, y) with `forward` as the model.
+    auto train_step = [&](auto&& forward, const Tensor& x, const Tensor& y) {
       opt.zero_grad();
-      const Tensor loss = cross_entropy(model(b.x), b.y);
+      const Tensor loss = cross_entropy(forward(x), y);
       loss.backward();
       opt.step();
       if (cosine) cosine->step();
       return loss;
     };
+    auto eager_forward = [&](const Tensor& x) { return model(x); };
+    std::function<Tensor(const data::Batch&)> step = [&](const data::Batch& b) {
+      return train_step(eager_forward, b.x, b.y);
+    };
+    // --compile: the forward captured and fused, the whole step one CUDA graph on a GPU.
+    std::optional<graph::Executable> forward_fused, compiled_step;
+    if (args.compile) {
+      const data::Batch first = loader.epoch(0).batch(0);
+      graph::Graph g = graph::capture(model, {first.x});
+      const size_t fused = graph::fuse_linear_gelu(g);
+      std::printf("--compile: %zu linear+GELU pair%s fused; the forward graph:\n%s\n", fused, fused == 1 ? "" : "s",
+                  g.str().c_str());
+      forward_fused.emplace(graph::compile(g));
+      auto fused_forward = [&](const Tensor& x) { return (*forward_fused)({x})[0]; };
+      compiled_step.emplace(graph::compile(
+          [&, fused_forward](const std::vector<Tensor>& in) { return std::vector<Tensor>{train_step(fused_forward, in[0], in[1])}; },
+          {first.x, first.y}, {.cuda_graph = device.is_cuda()}));
+      step = [&](const data::Batch& b) {
+        if (b.size != args.batch) return train_step(eager_forward, b.x, b.y);  // the epoch's last, smaller batch
+        return (*compiled_step)({b.x, b.y})[0];
+      };
+    }
     if (args.profile) {  // one step, after one unprofiled warm-up step (first-call costs)
       auto epoch = loader.epoch(0);
       (void)step(epoch.batch(0));

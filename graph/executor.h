@@ -21,6 +21,10 @@ class ExecutorImpl {
   virtual ~ExecutorImpl() = default;
   /// Runs the graph on `inputs` (already checked against the graph's inputs) and returns its outputs.
   virtual std::vector<Tensor> run(const std::vector<Tensor>& inputs) = 0;
+  /// The static input buffers of a captured CUDA graph, else null.
+  virtual const std::vector<Tensor>* static_inputs() const { return nullptr; }
+  /// The CUDA graph this executor replays, else null.
+  virtual const CudaGraph* cuda_graph() const { return nullptr; }
 };
 
 /// The interpreter over `graph` (a verified graph; the executor keeps its own copy).
@@ -28,6 +32,9 @@ std::unique_ptr<ExecutorImpl> make_interpreter(const Graph& graph, const Compile
 
 /// The CUDA Graph executor over `graph` (graph/cuda_graph_executor.cpp).
 std::unique_ptr<ExecutorImpl> make_cuda_graph_executor(const Graph& graph, const CompileOptions& options);
+/// The CUDA Graph executor over a whole step (graph/cuda_graph_executor.cpp).
+std::unique_ptr<ExecutorImpl> make_cuda_graph_step_executor(StepFunction step, const std::vector<Tensor>& example_inputs,
+                                                            const CompileOptions& options);
 
 /// Throws kiln::Error unless `inputs` match the graph's inputs in number, shape, dtype and
 /// device; the message starts with `who` and names the input (index and name) and both values.
