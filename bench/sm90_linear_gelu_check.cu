@@ -8,8 +8,11 @@
 //   check bench [0,1,...]                 CUDA-event medians of the kernel against cuBLASLt's plain
 //                                         GEMM, GEMM+bias, GEMM+GELU_BIAS (tanh) and GEMM+bias then a
 //                                         separate exact-GELU kernel, rotating weight sets.
-// Variants: v0 cooperative 128x256, v1 cooperative 128x256 cluster 2, v2 ping-pong 128x128,
-// v3 ping-pong 128x128 cluster 2. scripts/sm90_gpu_check.sh builds and runs it.
+// Variants (16-bit outputs through TMA stores): v0 cooperative 128x256 with 4 stages (half-tile
+// staging), v1 the same with 3 stages (whole-tile staging), v2 ping-pong 128x128 with 6 stages,
+// v3 with 5, v4 and v5 = v0 and v2 in clusters of 2 (w multicast).
+// scripts/sm90_gpu_check.sh builds and runs it.
+#define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
 #include "../ops/cuda/sm90_linear_gelu.cu"
 
 #include <cublasLt.h>
@@ -41,11 +44,13 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-const sm90::Variant kVariants[4] = {{sm90::Schedule::Cooperative, 1, 16},
-                                    {sm90::Schedule::Cooperative, 2, 16},
-                                    {sm90::Schedule::Pingpong, 1, 16},
-                                    {sm90::Schedule::Pingpong, 2, 16}};
-const char* kVariantNames[4] = {"coop128x256", "coop128x256c2", "pp128x128", "pp128x128c2"};
+constexpr int kNumVariants = 6;
+const sm90::Variant kVariants[kNumVariants] = {
+    {sm90::Schedule::Cooperative, 1, 16, false, true}, {sm90::Schedule::Cooperative, 1, 16, false, false},
+    {sm90::Schedule::Pingpong, 1, 16, false, true},    {sm90::Schedule::Pingpong, 1, 16, false, false},
+    {sm90::Schedule::Cooperative, 2, 16, false, true}, {sm90::Schedule::Pingpong, 2, 16, false, true}};
+const char* kVariantNames[kNumVariants] = {"coop128x256 4st",   "coop128x256 3st", "pp128x128 6st",
+                                           "pp128x128 5st",     "coop128x256c2 4st", "pp128x128c2 6st"};
 
 size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
 const char* tname(Sm90GemmType t) {
@@ -277,7 +282,9 @@ int correct(const std::string& what) {
     for (Case c : {Case{t, 1000, 1000, 1000, true, true}, Case{t, 4097, 4095, 136, true, true, 8},
                    Case{t, 127, 7, 64, false, false}, Case{t, 1, 4097, 1000, true, false},
                    Case{t, 4096, 4096, 512, true, true}, Case{t, 257, 513, 4096, false, true},
-                   Case{t, 129, 129, 8, true, true}})
+                   Case{t, 129, 129, 8, true, true}, Case{t, 4097, 4104, 136, true, true},
+                   Case{t, 127, 8, 64, true, false}, Case{t, 1, 1000, 1000, false, true},
+                   Case{t, 200, 72, 8, true, true}})
       failures += run_case(c, variant, rng, &worst) ? 0 : 1;
     for (Case c : {Case{Sm90GemmType::TF32, 1000, 1000, 1000, true, true},
                    Case{Sm90GemmType::Float16, 1000, 1000, 1000, true, true}})
@@ -291,7 +298,7 @@ int sanitize() {
   std::mt19937_64 rng(7);
   int failures = 0;
   double worst = 0;
-  for (int v = 0; v < 4; ++v) {
+  for (int v = 0; v < kNumVariants; ++v) {
     failures += run_case({Sm90GemmType::BFloat16, 200, 300, 200, true, true, 8}, v, rng, &worst) ? 0 : 1;
     failures += run_case({Sm90GemmType::TF32, 130, 260, 36, true, false}, v, rng, &worst) ? 0 : 1;
   }
@@ -405,7 +412,8 @@ int bench(const std::vector<int>& variants) {
   };
   const Shape shapes[] = {{4096, 1024, 4096, Sm90GemmType::BFloat16},   {8192, 4096, 16384, Sm90GemmType::BFloat16},
                           {64, 1024, 4096, Sm90GemmType::BFloat16},     {256, 1024, 4096, Sm90GemmType::BFloat16},
-                          {1024, 1024, 4096, Sm90GemmType::BFloat16},   {4096, 4096, 1024, Sm90GemmType::BFloat16},
+                          {1024, 1024, 4096, Sm90GemmType::BFloat16},   {2048, 1024, 4096, Sm90GemmType::BFloat16},
+                          {1024, 4096, 4096, Sm90GemmType::BFloat16},   {4096, 4096, 1024, Sm90GemmType::BFloat16},
                           {4096, 1024, 4096, Sm90GemmType::Float16},    {4096, 1024, 4096, Sm90GemmType::TF32},
                           {8192, 4096, 16384, Sm90GemmType::TF32}};
   std::vector<std::string> table;
@@ -481,12 +489,28 @@ int bench(const std::vector<int>& variants) {
     row("Kiln sm90 (dispatch)", median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && v != 1 && v != 2) continue;
+      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 2) continue;
       row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
     }
+    const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
+    if (target)
+      for (int v : variants) {
+        if (v != 0 && v != 2) continue;
+        for (int skip : {1, 2}) {
+          sm90::Variant var = kVariants[v];
+          var.bench_skip = skip;
+          char name[64];
+          std::snprintf(name, sizeof name, "%s %s", kVariantNames[v], skip == 1 ? "no GELU" : "no epilogue");
+          row(name, median_us(ours(&var, false), reps, s), t_bias);
+        }
+        sm90::Variant var = kVariants[v];
+        char name[64];
+        std::snprintf(name, sizeof name, "%s +pre", kVariantNames[v]);
+        row(name, median_us(ours(&var, true), reps, s), t_bias);
+      }
     if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : variants)
-        for (int g : {4, 8, 32}) {
+      for (int v : {0, 2})
+        for (int g : {8, 32}) {
           sm90::Variant var = kVariants[v];
           var.group_m = g;
           char name[64];
@@ -514,11 +538,11 @@ int main(int argc, char** argv) {
   if (mode == "sanitize") return sanitize();
   if (mode == "bench") {
     std::vector<int> variants;
-    const std::string list = argc > 2 ? argv[2] : "0,1,2,3";
+    const std::string list = argc > 2 ? argv[2] : "0,1,2,3,4,5";
     for (char ch : list)
-      if (ch >= '0' && ch <= '3') variants.push_back(ch - '0');
+      if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
     return bench(variants);
   }
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v3> | sanitize | bench [0,1,2,3]\n", argv[0]);
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v5> | sanitize | bench [0,1,2,3,4,5]\n", argv[0]);
   return 2;
 }

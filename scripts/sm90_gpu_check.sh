@@ -40,8 +40,8 @@ fi
 
 status=0
 variants=""
-for v in v0 v1 v2 v3; do
-  timeout 25 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
+for v in v0 v1 v2 v3 v4 v5; do
+  timeout 20 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
   rc=$?
   tail -1 "$OUT/correct.log"
   if [[ $rc -eq 0 ]]; then variants="$variants${v#v},"; else status=1; echo "variant $v: rc $rc"; fi

@@ -28,20 +28,30 @@ namespace sm90 {
 
 /// How the two consumer warpgroups share tiles (sm90_linear_gelu_kernel.cuh).
 enum class Schedule : uint8_t {
-  Cooperative,  ///< 128 x 256 tiles, both consumers on each (64 rows each), 4 stages
-  Pingpong,     ///< 128 x 128 tiles, one consumer each, alternating, 7 stages
+  Cooperative,  ///< 128 x 256 tiles, both consumers on each (64 rows each)
+  Pingpong,     ///< 128 x 128 tiles, one consumer each, alternating
 };
 
 /// One runnable choice: schedule, cluster size (1, or 2 with w multicast) and raster group.
 struct Variant {
-  Schedule schedule = Schedule::Pingpong;
-  int cluster = 1;
+  Schedule schedule = Schedule::Cooperative;
+  int cluster = 2;
   int group_m = 16;
+  bool direct_store = false;  ///< never the staged (TMA store) epilogue, for comparison
+  bool deep = true;           ///< ConfigFor's Deep
+#if defined(KILN_SM90_BENCH_HOOKS)
+  int bench_skip = 0;  ///< KernelParams::bench_skip
+#endif
 };
 
-template <typename T, Schedule S, int C>
-using ConfigFor = std::conditional_t<S == Schedule::Cooperative, TileConfig<T, 256, false, C, 4>,
-                                     TileConfig<T, 128, true, C, 7>>;
+/// Ring depth against the 16-bit types' staging buffers (one per consumer): `Deep` stages half
+/// a tile's columns at a time and keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong)
+/// stages, otherwise whole tiles with 3 or 5 stages. TF32 has no staging: 4 or 7 stages.
+template <typename T, Schedule S, int C, bool Deep>
+using ConfigFor = std::conditional_t<
+    S == Schedule::Cooperative,
+    TileConfig<T, 256, false, C, sizeof(T) == 4 ? 4 : (Deep ? 4 : 3), Deep ? 128 : 256>,
+    TileConfig<T, 128, true, C, sizeof(T) == 4 ? 7 : (Deep ? 6 : 5), Deep ? 64 : 128>>;
 
 namespace {
 
@@ -76,8 +86,9 @@ CUtensorMapDataType map_type(Sm90GemmType type) {
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
 
-/// The tensor map of a row-major [rows, k] operand with row stride `ld` elements, loaded in
-/// boxes of [box_rows, 128 bytes] with the 128-byte swizzle; out-of-bounds reads give zeros.
+/// The tensor map of a row-major [rows, k] matrix with row stride `ld` elements, moved in
+/// boxes of [box_rows, 128 bytes] with the 128-byte swizzle; out-of-bounds reads give zeros,
+/// out-of-bounds writes are dropped.
 CUtensorMap make_map(Sm90GemmType type, const void* base, int64_t k, int64_t rows, int64_t ld, int box_rows) {
   const size_t es = element_size(type);
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
@@ -144,7 +155,7 @@ bool device_ready(int device) {
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major == 9 &&
       minor == 0 && encode_tiled() != nullptr) {
     cudaFuncAttributes attributes{};
-    const auto kernel = linear_gelu_kernel<ConfigFor<__nv_bfloat16, Schedule::Pingpong, 1>>;
+    const auto kernel = linear_gelu_kernel<ConfigFor<__nv_bfloat16, Schedule::Cooperative, 1, true>>;
     ready = cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess && attributes.sharedSizeBytes > 0;
   }
   (void)cudaGetLastError();
@@ -156,7 +167,9 @@ bool device_ready(int device) {
 
 /// Enqueues the kernel in configuration Cfg (args already accepted by supported()).
 template <class Cfg>
-void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, int group_m) {
+void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
+  const int group_m = v.group_m;
+  const bool direct_store = v.direct_store;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   const LaunchInfo& info = launch_info<Cfg>(device);
@@ -164,7 +177,18 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, int group_m
   const CUtensorMap map_w = make_map(a.type, a.w, a.k, a.n, a.ldw, Cfg::kBlockN / Cfg::kCluster);
   using T = typename Cfg::Element;
   constexpr uintptr_t kPairBytes = 2 * sizeof(T);
+  // The staged epilogue needs TMA-compatible outputs (16-byte aligned base and row stride).
+  auto tma_ok = [](const void* base, int64_t ld) {
+    return base != nullptr && reinterpret_cast<uintptr_t>(base) % 16 == 0 && (ld * 2) % 16 == 0 && ld < (int64_t{1} << 38);
+  };
+  const bool staged = Cfg::kCanStage && !direct_store && tma_ok(a.out, a.ldo) && (a.pre == nullptr || tma_ok(a.pre, a.ldp));
+  CUtensorMap map_out{}, map_pre{};
+  if (staged) {
+    map_out = make_map(a.type, a.out, a.n, a.m, a.ldo, Cfg::kConsumerRows);
+    map_pre = a.pre != nullptr ? make_map(a.type, a.pre, a.n, a.m, a.ldp, Cfg::kConsumerRows) : map_out;
+  }
   KernelParams p;
+  p.staged = staged ? 1u : 0u;
   p.bias = a.bias;
   p.out = a.out;
   p.pre = a.pre;
@@ -179,6 +203,9 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, int group_m
   p.group_m = std::max(1, group_m);
   p.pair_out = (a.ldo % 2 == 0 && reinterpret_cast<uintptr_t>(a.out) % kPairBytes == 0) ? 1u : 0u;
   p.pair_pre = (a.pre != nullptr && a.ldp % 2 == 0 && reinterpret_cast<uintptr_t>(a.pre) % kPairBytes == 0) ? 1u : 0u;
+#if defined(KILN_SM90_BENCH_HOOKS)
+  p.bench_skip = v.bench_skip;
+#endif
   const int64_t units = static_cast<int64_t>(p.units_m) * p.units_n;
   const int clusters = static_cast<int>(std::min<int64_t>(units, info.max_clusters));
 
@@ -194,18 +221,22 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, int group_m
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
   config.numAttrs = Cfg::kCluster > 1 ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, linear_gelu_kernel<Cfg>, map_x, map_w, p));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, linear_gelu_kernel<Cfg>, map_x, map_w, map_out, map_pre, p));
 }
 
 /// Enqueues the kernel in `variant` for element type T.
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
+  const auto go = [&]<Schedule S, int C>() {
+    if (v.deep) launch_config<ConfigFor<T, S, C, true>>(a, stream, v);
+    else launch_config<ConfigFor<T, S, C, false>>(a, stream, v);
+  };
   if (v.schedule == Schedule::Cooperative) {
-    if (v.cluster == 2) launch_config<ConfigFor<T, Schedule::Cooperative, 2>>(a, stream, v.group_m);
-    else launch_config<ConfigFor<T, Schedule::Cooperative, 1>>(a, stream, v.group_m);
+    if (v.cluster == 2) go.template operator()<Schedule::Cooperative, 2>();
+    else go.template operator()<Schedule::Cooperative, 1>();
   } else {
-    if (v.cluster == 2) launch_config<ConfigFor<T, Schedule::Pingpong, 2>>(a, stream, v.group_m);
-    else launch_config<ConfigFor<T, Schedule::Pingpong, 1>>(a, stream, v.group_m);
+    if (v.cluster == 2) go.template operator()<Schedule::Pingpong, 2>();
+    else go.template operator()<Schedule::Pingpong, 1>();
   }
 }
 
@@ -221,8 +252,9 @@ void launch_variant(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Vari
 /// The variant that runs a call (measured choice: docs/notes/sm90_linear_gelu.md).
 Variant choose_variant(const Sm90LinearGeluArgs& a) {
   Variant v;
-  v.schedule = a.k >= 2048 ? Schedule::Cooperative : Schedule::Pingpong;
-  v.cluster = a.m >= 1024 ? 2 : 1;
+  v.schedule = Schedule::Cooperative;
+  v.cluster = 1;
+  (void)a;
   return v;
 }
 

@@ -15,13 +15,14 @@
 //     mainloop has issued its last k block): besides keeping the tensor cores to one tile at a
 //     time, this is what makes the parity waits sound, since a consumer skips the other's
 //     ring positions and must never wait on a stage whose previous fill has not landed yet.
-// The epilogue adds the bias to the fp32 accumulators, stores pre if asked, applies the exact
-// GELU and stores out, each element once, bounds-checked against M and N.
+// The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
+// asked, applies the exact GELU and stores out, each element once: through a shared-memory
+// buffer per consumer and TMA stores for 16-bit outputs, or straight from registers.
 // With kCluster = 2, the two CTAs of a cluster take vertically adjacent tiles of one column of
 // w: each loads its own x tile and half of the w tile, multicast into both CTAs' stage, so
 // L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
-// released it (each consumer warp arrives on both CTAs' "empty" barriers).
-// setmaxnreg moves registers from the producer (40) to the consumers (232): 128 fp32
+// released it (each consumer warpgroup arrives on both CTAs' "empty" barriers).
+// setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
 // accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
@@ -34,29 +35,14 @@
 
 #include <cstdint>
 
-#include "gelu_fast.cuh"
+#include "sm90_epilogue.cuh"
 #include "sm90_ptx.cuh"
 #include "sm90_wgmma.cuh"
 
 namespace kiln::cuda_kernels::sm90 {
 
-/// The run-time part of one launch (the tensor maps travel as their own parameters).
-struct KernelParams {
-  const void* bias = nullptr;  ///< [n] or null
-  void* out = nullptr;         ///< [m, n], row stride ldo
-  void* pre = nullptr;         ///< [m, n], row stride ldp, or null
-  int64_t ldo = 0, ldp = 0;
-  int32_t m = 0, n = 0;
-  int32_t k_blocks = 0;           ///< ceil(k / kBlockK)
-  int32_t units_m = 0;            ///< ceil(m tiles / kCluster): a unit is one cluster's tiles
-  int32_t units_n = 0;            ///< n tiles
-  int32_t group_m = 1;            ///< units of m per raster group
-  uint32_t pair_out = 0;          ///< out may be stored two elements at a time
-  uint32_t pair_pre = 0;          ///< likewise pre
-};
-
 /// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring depth.
-template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages>
+template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -71,12 +57,16 @@ struct TileConfig {
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kBBytes = kBlockN * 128;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kDynamicSmem = kStages * kStageBytes + 1024;  // + alignment slack
+  static constexpr bool kCanStage = sizeof(T) == 2;  ///< 16-bit outputs may take the staged epilogue
+  static constexpr int kStageCols = StageCols;  ///< columns per staged store round (a multiple of 64)
+  static constexpr int kStagingBytes = kCanStage ? kConsumerRows * kStageCols * 2 : 0;  ///< per consumer
+  static constexpr int kDynamicSmem = kStages * kStageBytes + 2 * kStagingBytes + 1024;  // + alignment slack
   static constexpr int kThreads = 384;
-  static constexpr uint32_t kEmptyArrivals = (Pingpong ? 4 : 8) * Cluster;  // consumer warps per stage
+  static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
+  static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
 };
 
 /// (unit row, unit column) of scheduling unit `u` in the grouped raster order.
@@ -89,79 +79,19 @@ __device__ __forceinline__ int2 unit_coordinates(int u, const KernelParams& p) {
   return make_int2(first + r % rows, r / rows);
 }
 
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(float v) { return v; }
-
-/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results,
-/// erff for float32.
-template <typename T>
-__device__ __forceinline__ float gelu_exact(float x) {
-  if constexpr (sizeof(T) == 2) return gelu_fast(x);
-  else return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-}
-
-/// Stores (a, b) at p[0], p[1]: one vector store when `pair`, else p[0] and, when `second`, p[1].
-template <typename T>
-__device__ __forceinline__ void store_two(T* p, float a, float b, bool pair, bool second) {
-  if (pair) {
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-    else if constexpr (std::is_same_v<T, __half>) *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-    else *reinterpret_cast<float2*>(p) = make_float2(a, b);
-    return;
-  }
-  p[0] = static_cast<T>(a);
-  if (second) p[1] = static_cast<T>(b);
-}
-
-#if defined(KILN_SM90A_DEVICE)
-
-/// The consumers' epilogue for one tile: bias, optional pre store, GELU, out store.
-template <class Cfg>
-__device__ __forceinline__ void store_tile(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2], const KernelParams& p,
-                                           int row0, int col0) {
-  using T = typename Cfg::Element;
-  const T* bias = static_cast<const T*>(p.bias);
-  T* out = static_cast<T*>(p.out);
-  T* pre = static_cast<T*>(p.pre);
-#pragma unroll
-  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
-    const int col = col0 + j * 8;
-    const bool first_in = col < p.n, second_in = col + 1 < p.n;
-    float b0 = 0.0f, b1 = 0.0f;
-    if (bias != nullptr) {
-      if (first_in) b0 = to_float(bias[col]);
-      if (second_in) b1 = to_float(bias[col + 1]);
-    }
-#pragma unroll
-    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = row0 + mi * 64 + h * 8;
-        if (row >= p.m || !first_in) continue;
-        const float v0 = acc[mi][j * 4 + h * 2] + b0;
-        const float v1 = acc[mi][j * 4 + h * 2 + 1] + b1;
-        if (pre != nullptr)
-          store_two(pre + static_cast<int64_t>(row) * p.ldp + col, v0, v1, p.pair_pre != 0 && second_in, second_in);
-        store_two(out + static_cast<int64_t>(row) * p.ldo + col, gelu_exact<T>(v0), gelu_exact<T>(v1),
-                  p.pair_out != 0 && second_in, second_in);
-      }
-    }
-  }
-}
-
-#endif  // KILN_SM90A_DEVICE
 
 /// The kernel: grid = a multiple of kCluster CTAs (at most one per SM), 384 threads each.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     linear_gelu_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                       const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_pre,
                        const KernelParams p) {
 #if defined(KILN_SM90A_DEVICE)
   constexpr int kStages = Cfg::kStages;
-  // Static shared memory holds only the barriers (a build without this body has none:
+  // Static shared memory holds the barriers and bias copies (a build without this body has none:
   // sm90_linear_gelu_supported() tells the two apart by it).
   __shared__ __align__(8) uint64_t barriers[2 * kStages + 2];
+  __shared__ BiasPair<typename Cfg::Element> bias_smem[2][Cfg::kBlockN / 2];  // per consumer: the tile's bias
   extern __shared__ uint8_t dynamic_smem[];
   const uint32_t ring = (smem_address(dynamic_smem) + 1023u) & ~1023u;
   const uint32_t full0 = smem_address(&barriers[0]);
@@ -188,7 +118,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (warpgroup == 0) {
     // ---- producer ----
-    setmaxnreg_decrease<40>();
+    setmaxnreg_decrease<24>();
     if (threadIdx.x == 0) {
       prefetch_tensor_map(&map_x);
       prefetch_tensor_map(&map_w);
@@ -219,11 +149,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     __syncwarp();
   } else {
     // ---- consumers ----
-    setmaxnreg_increase<232>();
+    setmaxnreg_increase<240>();
+    using T = typename Cfg::Element;
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x) % 128;
     const int warp = thread / 32, lane = thread % 32;
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
+    const uint32_t staging = ring + kStages * Cfg::kStageBytes + consumer * Cfg::kStagingBytes;
+    // One arrival per consumer warpgroup (its thread 0) on the stage's "empty" barrier of every
+    // CTA in the cluster, once the warpgroup's wgmma reading the stage have completed.
+    auto release = [&](int stage) {
+      if (thread != 0) return;
+      if constexpr (Cfg::kCluster == 1) mbarrier_arrive(empty0 + 8 * stage);
+      else
+        for (uint32_t c = 0; c < Cfg::kCluster; ++c) mbarrier_arrive_cluster(empty0 + 8 * stage, c);
+    };
     float acc[Cfg::kMAtoms][Cfg::kBlockN / 2];
 #pragma unroll
     for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
@@ -244,6 +184,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
       const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;  // ring position of this tile's first k block
+      // The tile's bias, one column pair per thread, read now so its latency hides behind the
+      // mainloop; it goes to the warpgroup's shared copy after the mainloop.
+      constexpr int kPairs = Cfg::kBlockN / 2;
+      BiasPair<T> bias_pair{};
+      if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
       int previous_stage = 0;
       for (int kb = 0; kb < p.k_blocks; ++kb) {
         const int64_t it = it0 + kb;
@@ -266,11 +211,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (kb > 0) {
           // The previous k block's wgmma group is done: its stage can be refilled.
           wgmma_wait_group<1>();
-          if (lane == 0) {
-            if constexpr (Cfg::kCluster == 1) mbarrier_arrive(empty0 + 8 * previous_stage);
-            else
-              for (uint32_t c = 0; c < Cfg::kCluster; ++c) mbarrier_arrive_cluster(empty0 + 8 * previous_stage, c);
-          }
+          release(previous_stage);
         }
         previous_stage = s;
       }
@@ -282,13 +223,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
         for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
-      if (lane == 0) {
-        if constexpr (Cfg::kCluster == 1) mbarrier_arrive(empty0 + 8 * previous_stage);
-        else
-          for (uint32_t c = 0; c < Cfg::kCluster; ++c) mbarrier_arrive_cluster(empty0 + 8 * previous_stage, c);
-      }
-      store_tile<Cfg>(acc, p, m0 + row_in_tile + warp * 16 + lane / 4, n0 + 2 * (lane % 4));
+      release(previous_stage);
+
+      // ---- epilogue ----
+#if defined(KILN_SM90_BENCH_HOOKS)
+      if (p.bench_skip == 2) continue;
+      const bool gelu = p.bench_skip != 1;
+#else
+      constexpr bool gelu = true;
+#endif
+      auto store = [&](const CUtensorMap* map, void* base, int64_t ld, uint32_t pair) {
+        if constexpr (Cfg::kCanStage) {
+          if (p.staged != 0) {
+            store_tile_staged<Cfg>(acc, map, staging, 1 + consumer, thread, m0 + row_in_tile, n0);
+            return;
+          }
+        }
+        store_tile_direct<Cfg>(acc, static_cast<T*>(base), ld, pair != 0, m0 + row_in_tile + warp * 16 + lane / 4,
+                               n0 + 2 * (lane % 4), p.m, p.n);
+      };
+      // The shared bias copy: every thread is past the previous tile's add_bias (first barrier),
+      // then the copy is complete (second).
+      named_barrier_sync(1 + consumer, 128);
+      if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
+      named_barrier_sync(1 + consumer, 128);
+      add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
+      if (gelu) apply_gelu<Cfg>(acc);
+      store(&map_out, p.out, p.ldo, p.pair_out);
     }
+    // TMA stores still reading this warpgroup's buffer must finish before the CTA leaves.
+    if (Cfg::kCanStage && p.staged != 0 && thread == 0) bulk_wait_group();
   }
   // A cluster's CTAs leave together: a peer may still arrive on this CTA's barriers.
   if constexpr (Cfg::kCluster > 1) cluster_sync();

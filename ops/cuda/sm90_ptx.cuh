@@ -46,13 +46,16 @@ __device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 
-/// One arrival on the mbarrier at the same offset in cluster CTA `cta` (release, cluster scope).
+/// One arrival on the mbarrier at the same offset in cluster CTA `cta`. (Default semantics,
+/// as CUTLASS's pipelines: what it releases is shared memory the arriving warpgroup's wgmma
+/// has finished reading, which wgmma.wait_group already guarantees; a .release.cluster arrive
+/// would also fence the thread's earlier global stores, at a cost on every k block.)
 __device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
@@ -101,6 +104,45 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
       " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
+}
+
+/// Stores the box at (c0, c1) of `map` from shared memory at `src` (128B-swizzled like the
+/// loads); out-of-bounds rows and columns are not written. Completes as a bulk group.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int32_t c0, int32_t c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1)
+               : "memory");
+}
+
+/// Closes the group of bulk stores issued since the last commit.
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+
+/// Waits until the committed bulk stores have read their shared memory (it may be reused).
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+/// Waits until the committed bulk stores have completed.
+__device__ __forceinline__ void bulk_wait_group() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+/// Makes this thread's ordinary shared-memory writes visible to the async proxy (TMA).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/// Named barrier `id` over `threads` threads (a warpgroup: 128).
+__device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/// stmatrix .x4: four 8x8 b16 matrices from the mma fragment layout (lane t holds row t/4,
+/// columns 2(t%4), 2(t%4)+1 of each, packed in r0..r3); lane l gives the shared-memory address
+/// of row l%8 of matrix l/8.
+__device__ __forceinline__ void stmatrix_x4(uint32_t address, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
 }
 
 // ---- wgmma --------------------------------------------------------------------------------
