@@ -50,8 +50,10 @@ timeout 100 "$BIN" bench "${variants:-none}" > "$OUT/bench.log" 2>&1 || { status
 timeout 70 "$BIN" correct dispatch >> "$OUT/correct.log" 2>&1 || { status=1; echo "dispatch correctness failed"; }
 grep -E "^(FAIL|RESULT)" "$OUT/correct.log" | tail -40
 if command -v compute-sanitizer > /dev/null; then
-  timeout 45 compute-sanitizer --tool memcheck "$BIN" sanitize > "$OUT/memcheck.log" 2>&1
-  echo "memcheck rc $?: $(grep -E 'ERROR SUMMARY|RESULT' "$OUT/memcheck.log" | tr '\n' ' ')"
+  for tool in memcheck synccheck racecheck; do
+    timeout 45 compute-sanitizer --tool $tool "$BIN" sanitize > "$OUT/$tool.log" 2>&1
+    echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|RESULT' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
 fi
 sed -n '/==== summary/,$p' "$OUT/bench.log"
 exit $status

@@ -166,18 +166,15 @@ __device__ __forceinline__ void store_tile_direct(const float (&acc)[Cfg::kMAtom
   }
 }
 
-/// Staged store (16-bit T) of the tile's values in acc: rows [m0, m0 + kConsumerRows) and
-/// columns [n0, n0 + kBlockN) of the matrix behind `map`, kStageCols columns at a time through
-/// the warpgroup's buffer `staging` (blocks of kConsumerRows x 128 bytes, 128B-swizzled) and
-/// TMA stores issued by the warpgroup's thread 0. `barrier` is the warpgroup's named barrier.
+/// Writes columns [16 first_pair, 16 (first_pair + pairs)) of the tile's values in acc,
+/// converted to the 16-bit T, into a staging buffer (blocks of kConsumerRows x 128 bytes, one
+/// per 64 columns counted from column 16 first_pair, 128B-swizzled as TMA expects) with
+/// stmatrix. No synchronisation.
 template <class Cfg>
-__device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
-                                                  const CUtensorMap* map, uint32_t staging, uint32_t barrier,
-                                                  int thread, int m0, int n0) {
+__device__ __forceinline__ void stmatrix_columns(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2], uint32_t staging,
+                                                 int thread, int first_pair, int pairs) {
   using T = typename Cfg::Element;
-  static_assert(sizeof(T) == 2, "store_tile_staged: 16-bit outputs only");
   constexpr int kBlockBytes = Cfg::kConsumerRows * 128;  // one 64-column block
-  constexpr int kChunkPairs = Cfg::kStageCols / 16;      // 16-column groups per chunk
   const int warp = thread / 32, lane = thread % 32;
   // This lane's stmatrix row: matrix g = lane / 8 is (row half g & 1, column chunk g >> 1). The
   // 16-byte chunk 2q + (g >> 1) of row r sits at chunk (2q + (g >> 1)) ^ (r & 7) of the
@@ -188,22 +185,36 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtom
   const uint32_t row_address = staging + row_in_atom * 128;
   const uint32_t flip = static_cast<uint32_t>(((g >> 1) ^ (row_in_atom & 7)) << 4);
 #pragma unroll
+  for (int q = 0; q < pairs; ++q) {
+    const int jp = first_pair + q;  // 16-column group in the tile
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+      const float* a = &acc[mi][8 * jp];
+      // Block (q / 4) of 64 columns, atom mi 64 rows down (r & 7 unchanged), swizzled chunk.
+      const uint32_t address =
+          row_address + ((q / 4) * kBlockBytes + mi * 64 * 128) + ((static_cast<uint32_t>((2 * q) % 8) << 4) ^ flip);
+      stmatrix_x4(address, pack_two<T>(a[0], a[1]), pack_two<T>(a[2], a[3]), pack_two<T>(a[4], a[5]),
+                  pack_two<T>(a[6], a[7]));
+    }
+  }
+}
+
+/// Staged store (16-bit T) of the tile's values in acc: rows [m0, m0 + kConsumerRows) and
+/// columns [n0, n0 + kBlockN) of the matrix behind `map`, kStageCols columns at a time through
+/// the warpgroup's buffer `staging` and TMA stores issued by the warpgroup's thread 0.
+/// `barrier` is the warpgroup's named barrier.
+template <class Cfg>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                  const CUtensorMap* map, uint32_t staging, uint32_t barrier,
+                                                  int thread, int m0, int n0) {
+  static_assert(sizeof(typename Cfg::Element) == 2, "store_tile_staged: 16-bit outputs only");
+  constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+  constexpr int kChunkPairs = Cfg::kStageCols / 16;  // 16-column groups per chunk
+#pragma unroll
   for (int chunk = 0; chunk < Cfg::kBlockN / Cfg::kStageCols; ++chunk) {
     if (thread == 0) bulk_wait_group_read();  // the previous stores have read the buffer
     named_barrier_sync(barrier, 128);
-#pragma unroll
-    for (int q = 0; q < kChunkPairs; ++q) {
-      const int jp = chunk * kChunkPairs + q;  // 16-column group in the tile
-#pragma unroll
-      for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
-        const float* a = &acc[mi][8 * jp];
-        // Block (q / 4) of 64 columns, atom mi 64 rows down (r & 7 unchanged), swizzled chunk.
-        const uint32_t address =
-            row_address + ((q / 4) * kBlockBytes + mi * 64 * 128) + ((static_cast<uint32_t>((2 * q) % 8) << 4) ^ flip);
-        stmatrix_x4(address, pack_two<T>(a[0], a[1]), pack_two<T>(a[2], a[3]), pack_two<T>(a[4], a[5]),
-                    pack_two<T>(a[6], a[7]));
-      }
-    }
+    stmatrix_columns<Cfg>(acc, staging, thread, chunk * kChunkPairs, kChunkPairs);
     fence_proxy_async_shared();
     named_barrier_sync(barrier, 128);
     if (thread == 0) {
@@ -212,6 +223,25 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtom
         tma_store_2d(map, staging + cb * kBlockBytes, n0 + chunk * Cfg::kStageCols + 64 * cb, m0);
       bulk_commit_group();
     }
+  }
+}
+
+/// The offloaded epilogue's work on one staged tile (16-bit T): `threads` threads (index
+/// `worker`) replace every value of the `bytes`-byte buffer by its GELU, 16 bytes at a time
+/// (the layout does not matter for an elementwise map).
+template <typename T>
+__device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int worker, int threads) {
+  for (int offset = worker * 16; offset < bytes; offset += threads * 16) {
+    uint4 v = ld_shared_v4(buffer + offset);
+    uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float2 f;
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
+      else f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
+      w[e] = pack_two<T>(gelu_exact<T>(f.x), gelu_exact<T>(f.y));
+    }
+    st_shared_v4(buffer + offset, v);
   }
 }
 

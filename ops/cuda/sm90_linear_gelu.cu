@@ -32,26 +32,39 @@ enum class Schedule : uint8_t {
   Pingpong,     ///< 128 x 128 tiles, one consumer each, alternating
 };
 
-/// One runnable choice: schedule, cluster size (1, or 2 with w multicast) and raster group.
+/// Where the exact GELU runs and how outputs are staged (sm90_epilogue.cuh). TF32's float
+/// outputs always take the in-register GELU and direct stores.
+enum class Epilogue : uint8_t {
+  Registers,           ///< consumers apply it in registers; half-tile staging, deeper ring
+  RegistersWholeTile,  ///< the same with whole-tile staging and one stage less
+  Offload,             ///< cooperative only: the producer warpgroup's spare warps apply it
+};
+
+/// One runnable choice: schedule, cluster size (1, or 2 with w multicast), epilogue, raster group.
 struct Variant {
   Schedule schedule = Schedule::Cooperative;
-  int cluster = 2;
+  int cluster = 1;
+  Epilogue epilogue = Epilogue::Offload;
   int group_m = 16;
-  bool direct_store = false;  ///< never the staged (TMA store) epilogue, for comparison
-  bool deep = true;           ///< ConfigFor's Deep
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
 #endif
 };
 
-/// Ring depth against the 16-bit types' staging buffers (one per consumer): `Deep` stages half
-/// a tile's columns at a time and keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong)
-/// stages, otherwise whole tiles with 3 or 5 stages. TF32 has no staging: 4 or 7 stages.
-template <typename T, Schedule S, int C, bool Deep>
-using ConfigFor = std::conditional_t<
-    S == Schedule::Cooperative,
-    TileConfig<T, 256, false, C, sizeof(T) == 4 ? 4 : (Deep ? 4 : 3), Deep ? 128 : 256>,
-    TileConfig<T, 128, true, C, sizeof(T) == 4 ? 7 : (Deep ? 6 : 5), Deep ? 64 : 128>>;
+/// The TileConfig of a variant: ring depth against the 16-bit types' staging buffers (one per
+/// consumer): half-tile staging keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong) stages,
+/// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7.
+template <typename T, Schedule S, int C, Epilogue E>
+struct ConfigSelect {
+  static constexpr bool kHalf = sizeof(T) == 2;
+  static constexpr bool kWhole = kHalf && E != Epilogue::Registers;
+  using type = std::conditional_t<
+      S == Schedule::Cooperative,
+      TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload>,
+      TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64>>;
+};
+template <typename T, Schedule S, int C, Epilogue E>
+using ConfigFor = typename ConfigSelect<T, S, C, E>::type;
 
 namespace {
 
@@ -155,7 +168,7 @@ bool device_ready(int device) {
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major == 9 &&
       minor == 0 && encode_tiled() != nullptr) {
     cudaFuncAttributes attributes{};
-    const auto kernel = linear_gelu_kernel<ConfigFor<__nv_bfloat16, Schedule::Cooperative, 1, true>>;
+    const auto kernel = linear_gelu_kernel<ConfigFor<__nv_bfloat16, Schedule::Cooperative, 1, Epilogue::Offload>>;
     ready = cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess && attributes.sharedSizeBytes > 0;
   }
   (void)cudaGetLastError();
@@ -169,7 +182,6 @@ bool device_ready(int device) {
 template <class Cfg>
 void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
   const int group_m = v.group_m;
-  const bool direct_store = v.direct_store;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   const LaunchInfo& info = launch_info<Cfg>(device);
@@ -181,7 +193,7 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   auto tma_ok = [](const void* base, int64_t ld) {
     return base != nullptr && reinterpret_cast<uintptr_t>(base) % 16 == 0 && (ld * 2) % 16 == 0 && ld < (int64_t{1} << 38);
   };
-  const bool staged = Cfg::kCanStage && !direct_store && tma_ok(a.out, a.ldo) && (a.pre == nullptr || tma_ok(a.pre, a.ldp));
+  const bool staged = Cfg::kCanStage && tma_ok(a.out, a.ldo) && (a.pre == nullptr || tma_ok(a.pre, a.ldp));
   CUtensorMap map_out{}, map_pre{};
   if (staged) {
     map_out = make_map(a.type, a.out, a.n, a.m, a.ldo, Cfg::kConsumerRows);
@@ -224,20 +236,32 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   CUDA_CHECK(cudaLaunchKernelEx(&config, linear_gelu_kernel<Cfg>, map_x, map_w, map_out, map_pre, p));
 }
 
-/// Enqueues the kernel in `variant` for element type T.
+/// Enqueues the kernel in `variant` for element type T. The library builds the cooperative,
+/// single-CTA configurations it dispatches to; the benchmark harness (KILN_SM90_BENCH_HOOKS)
+/// also the ping-pong and cluster ones it compares them with.
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
-  const auto go = [&]<Schedule S, int C>() {
-    if (v.deep) launch_config<ConfigFor<T, S, C, true>>(a, stream, v);
-    else launch_config<ConfigFor<T, S, C, false>>(a, stream, v);
+  const auto with_epilogue = [&]<Schedule S, int C>() {
+    switch (v.epilogue) {
+      case Epilogue::Registers: launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v); return;
+      case Epilogue::RegistersWholeTile:
+        launch_config<ConfigFor<T, S, C, Epilogue::RegistersWholeTile>>(a, stream, v);
+        return;
+      case Epilogue::Offload: launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v); return;
+    }
   };
-  if (v.schedule == Schedule::Cooperative) {
-    if (v.cluster == 2) go.template operator()<Schedule::Cooperative, 2>();
-    else go.template operator()<Schedule::Cooperative, 1>();
-  } else {
-    if (v.cluster == 2) go.template operator()<Schedule::Pingpong, 2>();
-    else go.template operator()<Schedule::Pingpong, 1>();
+#if defined(KILN_SM90_BENCH_HOOKS)
+  if (v.schedule == Schedule::Pingpong) {
+    if (v.cluster == 2) with_epilogue.template operator()<Schedule::Pingpong, 2>();
+    else with_epilogue.template operator()<Schedule::Pingpong, 1>();
+    return;
   }
+  if (v.cluster == 2) {
+    with_epilogue.template operator()<Schedule::Cooperative, 2>();
+    return;
+  }
+#endif
+  with_epilogue.template operator()<Schedule::Cooperative, 1>();
 }
 
 /// Enqueues the kernel in `variant` (the benchmark harness calls this to compare variants).
@@ -252,15 +276,17 @@ void launch_variant(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Vari
 /// The variant that runs a call (measured choice: docs/notes/sm90_linear_gelu.md).
 Variant choose_variant(const Sm90LinearGeluArgs& a) {
   Variant v;
-  v.schedule = Schedule::Cooperative;
-  v.cluster = 1;
-  (void)a;
+  v.epilogue = a.type == Sm90GemmType::TF32 ? Epilogue::Registers : Epilogue::Offload;
   return v;
 }
 
 }  // namespace sm90
 
-bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& a) {
+namespace sm90 {
+
+/// Whether the kernel can run the call at all (device, image, TMA constraints, sizes), whatever
+/// its speed; sm90_linear_gelu_supported() adds the size below which it does not pay.
+bool kernel_accepts(const Sm90LinearGeluArgs& a) {
   if (a.m <= 0 || a.n <= 0 || a.k <= 0 || a.m > sm90::kMaxExtent || a.n > sm90::kMaxExtent ||
       a.k > sm90::kMaxExtent)
     return false;
@@ -278,6 +304,17 @@ bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& a) {
     return false;
   }
   return device >= 0 && device < sm90::kMaxDevices && sm90::device_ready(device);
+}
+
+}  // namespace sm90
+
+bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& a) {
+  // Below 4 Mi outputs (fewer 128 x 256 tiles than the H200's 132 multiprocessors), cuBLASLt's
+  // smaller tiles and a separate GELU kernel are as fast or faster: measured at M x N = 256 x 4096,
+  // K = 1024: 21 us against 12 us; at 1024 x 4096: 22 us against 23.7 us
+  // (docs/notes/sm90_linear_gelu.md).
+  constexpr int64_t kMinOutputs = int64_t{4} << 20;
+  return sm90::kernel_accepts(a) && a.m * a.n >= kMinOutputs;  // (accepted sizes are below 2^31 each)
 }
 
 void sm90_linear_gelu(const Sm90LinearGeluArgs& args, cudaStream_t stream) {

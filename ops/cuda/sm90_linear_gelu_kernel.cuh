@@ -41,8 +41,9 @@
 
 namespace kiln::cuda_kernels::sm90 {
 
-/// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring depth.
-template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols>
+/// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
+/// depth, staged store width, and whether the GELU runs in the producer warpgroup's spare warps.
+template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -63,6 +64,14 @@ struct TileConfig {
   static constexpr int kDynamicSmem = kStages * kStageBytes + 2 * kStagingBytes + 1024;  // + alignment slack
   static constexpr int kThreads = 384;
   static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
+  static constexpr bool kOffload = Offload;
+  static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
+  // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
+  // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
+  static constexpr int kProducerRegisters = Offload ? 56 : 24;
+  static constexpr int kConsumerRegisters = Offload ? 224 : 240;
+  static_assert(!Offload || (!Pingpong && kCanStage && StageCols == BlockN),
+                "TileConfig: the offloaded GELU needs the cooperative schedule and whole-tile staging");
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
@@ -90,13 +99,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kStages = Cfg::kStages;
   // Static shared memory holds the barriers and bias copies (a build without this body has none:
   // sm90_linear_gelu_supported() tells the two apart by it).
-  __shared__ __align__(8) uint64_t barriers[2 * kStages + 2];
+  __shared__ __align__(8) uint64_t barriers[2 * kStages + 6];
   __shared__ BiasPair<typename Cfg::Element> bias_smem[2][Cfg::kBlockN / 2];  // per consumer: the tile's bias
   extern __shared__ uint8_t dynamic_smem[];
   const uint32_t ring = (smem_address(dynamic_smem) + 1023u) & ~1023u;
   const uint32_t full0 = smem_address(&barriers[0]);
   const uint32_t empty0 = smem_address(&barriers[kStages]);
   const uint32_t turn0 = smem_address(&barriers[2 * kStages]);  // ping-pong: consumer c waits on turn0 + 8c
+  // Offload: consumer c's staged tile is ready (staged0 + 8c, 128 arrivals) and its buffer free
+  // again (freed0 + 8c, one arrival by the worker that stored it).
+  const uint32_t staged0 = smem_address(&barriers[2 * kStages + 2]);
+  const uint32_t freed0 = smem_address(&barriers[2 * kStages + 4]);
+  const uint32_t staging0 = ring + kStages * Cfg::kStageBytes;  // consumer c's buffer: + c * kStagingBytes
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -105,6 +119,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     mbarrier_init(turn0, 1);
     mbarrier_init(turn0 + 8, 1);
+    for (int c = 0; c < 2; ++c) {
+      mbarrier_init(staged0 + 8 * c, 128);
+      mbarrier_init(freed0 + 8 * c, 1);
+    }
     fence_mbarrier_init();
   }
   if constexpr (Cfg::kCluster > 1) cluster_sync();
@@ -116,9 +134,57 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int units = p.units_m * p.units_n;
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
 
+  // Offload workers (warps 1-3 of the producer warpgroup): for each tile and consumer, wait
+  // for the staged pre-activation, TMA-store it as pre if asked, apply the GELU in place,
+  // TMA-store out, and free the buffer once the store has read it. Worker 0 issues the stores.
+  [[maybe_unused]] auto offload_worker = [&](int worker) {
+    if (p.staged == 0) return;
+#if defined(KILN_SM90_BENCH_HOOKS)
+    if (p.bench_skip == 2) return;
+    const bool gelu = p.bench_skip != 1;
+#else
+    constexpr bool gelu = true;
+#endif
+    constexpr uint32_t kWorkerBarrier = 3;
+    constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+    uint32_t handoffs = 0;
+    for (int u = cluster; u < units; u += clusters, ++handoffs) {
+      const int2 unit = unit_coordinates(u, p);
+      const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
+      const int n0 = unit.y * Cfg::kBlockN;
+      for (int c = 0; c < 2; ++c) {
+        const uint32_t buffer = staging0 + c * Cfg::kStagingBytes;
+        mbarrier_wait(staged0 + 8 * c, handoffs & 1u);
+        if (p.pre != nullptr) {
+          if (worker == 0) {
+            for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb)
+              tma_store_2d(&map_pre, buffer + cb * kBlockBytes, n0 + 64 * cb, m0 + 64 * c);
+            bulk_commit_group();
+            bulk_wait_group_read();
+          }
+          named_barrier_sync(kWorkerBarrier, Cfg::kWorkers);  // pre has been read out
+        }
+        if (gelu) gelu_in_place<typename Cfg::Element>(buffer, Cfg::kStagingBytes, worker, Cfg::kWorkers);
+        fence_proxy_async_shared();
+        named_barrier_sync(kWorkerBarrier, Cfg::kWorkers);
+        if (worker == 0) {
+          for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb)
+            tma_store_2d(&map_out, buffer + cb * kBlockBytes, n0 + 64 * cb, m0 + 64 * c);
+          bulk_commit_group();
+          bulk_wait_group_read();
+          mbarrier_arrive(freed0 + 8 * c);
+        }
+      }
+    }
+    if (worker == 0) bulk_wait_group();
+  };
+
   if (warpgroup == 0) {
     // ---- producer ----
-    setmaxnreg_decrease<24>();
+    setmaxnreg_decrease<Cfg::kProducerRegisters>();
+    if constexpr (Cfg::kOffload) {
+      if (threadIdx.x >= 32) offload_worker(static_cast<int>(threadIdx.x) - 32);
+    }
     if (threadIdx.x == 0) {
       prefetch_tensor_map(&map_x);
       prefetch_tensor_map(&map_w);
@@ -149,13 +215,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     __syncwarp();
   } else {
     // ---- consumers ----
-    setmaxnreg_increase<240>();
+    setmaxnreg_increase<Cfg::kConsumerRegisters>();
     using T = typename Cfg::Element;
     const int consumer = warpgroup - 1;
     const int thread = static_cast<int>(threadIdx.x) % 128;
     const int warp = thread / 32, lane = thread % 32;
     const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
-    const uint32_t staging = ring + kStages * Cfg::kStageBytes + consumer * Cfg::kStagingBytes;
+    const uint32_t staging = staging0 + consumer * Cfg::kStagingBytes;
     // One arrival per consumer warpgroup (its thread 0) on the stage's "empty" barrier of every
     // CTA in the cluster, once the warpgroup's wgmma reading the stage have completed.
     auto release = [&](int stage) {
@@ -172,7 +238,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     const int first = Cfg::kPingpong ? consumer : 0;
     const int step = Cfg::kPingpong ? 2 : 1;
-    uint32_t turns = 0;  // ping-pong: turns waited for so far
+    uint32_t turns = 0;     // ping-pong: turns waited for so far
+    uint32_t handoffs = 0;  // offload: tiles handed to the workers so far
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -248,6 +315,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
       named_barrier_sync(1 + consumer, 128);
       add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if constexpr (Cfg::kOffload) {
+        if (p.staged != 0) {
+          // Hand the pre-activation, rounded to T, to the workers: they store pre, apply the
+          // GELU in place and store out while this warpgroup runs its next mainloop.
+          mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
+          stmatrix_columns<Cfg>(acc, staging, thread, 0, Cfg::kBlockN / 16);
+          fence_proxy_async_shared();
+          mbarrier_arrive(staged0 + 8 * consumer);
+          ++handoffs;
+          continue;
+        }
+      }
       if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
       if (gelu) apply_gelu<Cfg>(acc);
       store(&map_out, p.out, p.ldo, p.pair_out);

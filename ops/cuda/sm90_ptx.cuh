@@ -145,6 +145,17 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t address, uint32_t r0, uint3
                : "memory");
 }
 
+/// 16 bytes from / to shared memory at `address`.
+__device__ __forceinline__ uint4 ld_shared_v4(uint32_t address) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(address));
+  return v;
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t address, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // ---- wgmma --------------------------------------------------------------------------------
 
 /// Orders this warpgroup's register accesses before the wgmma instructions that follow.
