@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0|v1|v2|v3>  correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..v5>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize                        a few small calls of every variant (run it under
@@ -14,8 +14,6 @@
 // consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2.
 // scripts/sm90_gpu_check.sh builds and runs it.
 #define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
-#include "../ops/cuda/sm90_linear_gelu.cu"
-
 #include <cublasLt.h>
 
 #include <cmath>
@@ -25,6 +23,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "../ops/cuda/sm90_linear_gelu.cu"
 
 using kiln::cuda_kernels::Sm90GemmType;
 using kiln::cuda_kernels::Sm90LinearGeluArgs;
@@ -48,10 +48,12 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 constexpr int kNumVariants = 6;
 using sm90::Epilogue;
 using sm90::Schedule;
-const sm90::Variant kVariants[kNumVariants] = {
-    {Schedule::Cooperative, 1, Epilogue::Registers},    {Schedule::Cooperative, 1, Epilogue::Offload},
-    {Schedule::Cooperative, 1, Epilogue::RegistersWholeTile}, {Schedule::Pingpong, 1, Epilogue::Registers},
-    {Schedule::Cooperative, 2, Epilogue::Offload},      {Schedule::Pingpong, 2, Epilogue::Registers}};
+const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
+                                               {Schedule::Cooperative, 1, Epilogue::Offload},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersWholeTile},
+                                               {Schedule::Pingpong, 1, Epilogue::Registers},
+                                               {Schedule::Cooperative, 2, Epilogue::Offload},
+                                               {Schedule::Pingpong, 2, Epilogue::Registers}};
 const char* kVariantNames[kNumVariants] = {"coop 4st GELU in consumers", "coop 3st GELU offloaded",
                                            "coop 3st GELU in consumers", "pp 6st",
                                            "coop c2 3st GELU offloaded", "pp c2 6st"};
@@ -97,7 +99,7 @@ float load_bits(Sm90GemmType t, const void* src) {
 /// A random row-major matrix [rows, ld] (values in the first `cols` columns), rounded to t.
 struct HostMatrix {
   int64_t rows = 0, cols = 0, ld = 0;
-  std::vector<float> values;       // rounded, [rows, cols]
+  std::vector<float> values;        // rounded, [rows, cols]
   std::vector<unsigned char> bits;  // device image, [rows, ld]
 };
 HostMatrix random_matrix(Sm90GemmType t, int64_t rows, int64_t cols, int64_t ld, float scale, std::mt19937_64& rng) {
@@ -154,8 +156,10 @@ bool run_case(const Case& c, int variant, std::mt19937_64& rng, double* worst) {
   bool ok = supported;
   if (!supported) std::printf("  NOT SUPPORTED ");
   if (supported) {
-    if (variant < 0) kiln::cuda_kernels::sm90_linear_gelu(a, nullptr);
-    else sm90::launch_variant(a, nullptr, kVariants[variant]);
+    if (variant < 0)
+      kiln::cuda_kernels::sm90_linear_gelu(a, nullptr);
+    else
+      sm90::launch_variant(a, nullptr, kVariants[variant]);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
   }
@@ -169,8 +173,10 @@ bool run_case(const Case& c, int variant, std::mt19937_64& rng, double* worst) {
       const size_t off = static_cast<size_t>(r * ldo + col) * es;
       const bool nan_out = std::isnan(load_bits(c.type, out.data() + off));
       const bool nan_pre = c.pre && std::isnan(load_bits(c.type, pre.data() + off));
-      if (col < c.n) unwritten += (nan_out ? 1 : 0) + (nan_pre ? 1 : 0);
-      else padding_written += (nan_out ? 0 : 1) + (c.pre && !nan_pre ? 1 : 0);
+      if (col < c.n)
+        unwritten += (nan_out ? 1 : 0) + (nan_pre ? 1 : 0);
+      else
+        padding_written += (nan_out ? 0 : 1) + (c.pre && !nan_pre ? 1 : 0);
     }
   // float64 reference on all rows, or on a sample of rows (tile edges included) when large.
   std::vector<int64_t> rows;
@@ -210,11 +216,12 @@ bool run_case(const Case& c, int variant, std::mt19937_64& rng, double* worst) {
   const double tol = c.type == Sm90GemmType::TF32 ? 2e-3 : 1e-2;
   ok = ok && unwritten == 0 && padding_written == 0 && rel_out <= tol && rel_pre <= tol && std::isfinite(rel_out);
   *worst = std::max({*worst, rel_out, rel_pre});
-  std::printf("%s %-4s M=%-5lld N=%-5lld K=%-5lld bias=%d pre=%d pad=%lld  rel_out=%.2e rel_pre=%.2e unwritten=%lld "
-              "padding_written=%lld rows=%zu\n",
-              ok ? "ok  " : "FAIL", tname(c.type), static_cast<long long>(c.m), static_cast<long long>(c.n),
-              static_cast<long long>(c.k), c.bias, c.pre, static_cast<long long>(c.pad_out), rel_out, rel_pre,
-              static_cast<long long>(unwritten), static_cast<long long>(padding_written), rows.size());
+  std::printf(
+      "%s %-4s M=%-5lld N=%-5lld K=%-5lld bias=%d pre=%d pad=%lld  rel_out=%.2e rel_pre=%.2e unwritten=%lld "
+      "padding_written=%lld rows=%zu\n",
+      ok ? "ok  " : "FAIL", tname(c.type), static_cast<long long>(c.m), static_cast<long long>(c.n),
+      static_cast<long long>(c.k), c.bias, c.pre, static_cast<long long>(c.pad_out), rel_out, rel_pre,
+      static_cast<long long>(unwritten), static_cast<long long>(padding_written), rows.size());
   std::fflush(stdout);
   for (void* p : {dx, dw, db, dout, dpre})
     if (p != nullptr) CK(cudaFree(p));
@@ -293,12 +300,11 @@ int correct(const std::string& what) {
     }
   } else {
     const Sm90GemmType t = Sm90GemmType::BFloat16;
-    for (Case c : {Case{t, 1000, 1000, 1000, true, true}, Case{t, 4097, 4095, 136, true, true, 8},
-                   Case{t, 127, 7, 64, false, false}, Case{t, 1, 4097, 1000, true, false},
-                   Case{t, 4096, 4096, 512, true, true}, Case{t, 257, 513, 4096, false, true},
-                   Case{t, 129, 129, 8, true, true}, Case{t, 4097, 4104, 136, true, true},
-                   Case{t, 127, 8, 64, true, false}, Case{t, 1, 1000, 1000, false, true},
-                   Case{t, 200, 72, 8, true, true}})
+    for (Case c :
+         {Case{t, 1000, 1000, 1000, true, true}, Case{t, 4097, 4095, 136, true, true, 8},
+          Case{t, 127, 7, 64, false, false}, Case{t, 1, 4097, 1000, true, false}, Case{t, 4096, 4096, 512, true, true},
+          Case{t, 257, 513, 4096, false, true}, Case{t, 129, 129, 8, true, true}, Case{t, 4097, 4104, 136, true, true},
+          Case{t, 127, 8, 64, true, false}, Case{t, 1, 1000, 1000, false, true}, Case{t, 200, 72, 8, true, true}})
       failures += run_case(c, variant, rng, &worst) ? 0 : 1;
     for (Case c : {Case{Sm90GemmType::TF32, 1000, 1000, 1000, true, true},
                    Case{Sm90GemmType::Float16, 1000, 1000, 1000, true, true}})
@@ -386,20 +392,24 @@ struct LtGemm {
   };
   Plan plan(Sm90GemmType t, int64_t m, int64_t n, int64_t k, cublasLtEpilogue_t epi, const void* bias) {
     Plan p{};
-    const cudaDataType_t dt = t == Sm90GemmType::BFloat16 ? CUDA_R_16BF : t == Sm90GemmType::Float16 ? CUDA_R_16F : CUDA_R_32F;
+    const cudaDataType_t dt = t == Sm90GemmType::BFloat16  ? CUDA_R_16BF
+                              : t == Sm90GemmType::Float16 ? CUDA_R_16F
+                                                           : CUDA_R_32F;
     const cublasComputeType_t ct = t == Sm90GemmType::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     LT(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (bias != nullptr) LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (bias != nullptr)
+      LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     LT(cublasLtMatrixLayoutCreate(&p.la, dt, k, n, k));
     LT(cublasLtMatrixLayoutCreate(&p.lb, dt, k, m, k));
     LT(cublasLtMatrixLayoutCreate(&p.lc, dt, n, m, n));
     cublasLtMatmulPreference_t pref;
     LT(cublasLtMatmulPreferenceCreate(&pref));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                            sizeof ws_bytes));
     cublasLtMatmulHeuristicResult_t r{};
     int found = 0;
     LT(cublasLtMatmulAlgoGetHeuristic(h, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &r, &found));
@@ -425,11 +435,11 @@ int bench(const std::vector<int>& variants) {
     int64_t m, k, n;
     Sm90GemmType t;
   };
-  const Shape shapes[] = {{4096, 1024, 4096, Sm90GemmType::BFloat16},   {8192, 4096, 16384, Sm90GemmType::BFloat16},
-                          {64, 1024, 4096, Sm90GemmType::BFloat16},     {256, 1024, 4096, Sm90GemmType::BFloat16},
-                          {1024, 1024, 4096, Sm90GemmType::BFloat16},   {2048, 1024, 4096, Sm90GemmType::BFloat16},
-                          {1024, 4096, 4096, Sm90GemmType::BFloat16},   {4096, 4096, 1024, Sm90GemmType::BFloat16},
-                          {4096, 1024, 4096, Sm90GemmType::Float16},    {4096, 1024, 4096, Sm90GemmType::TF32},
+  const Shape shapes[] = {{4096, 1024, 4096, Sm90GemmType::BFloat16}, {8192, 4096, 16384, Sm90GemmType::BFloat16},
+                          {64, 1024, 4096, Sm90GemmType::BFloat16},   {256, 1024, 4096, Sm90GemmType::BFloat16},
+                          {1024, 1024, 4096, Sm90GemmType::BFloat16}, {2048, 1024, 4096, Sm90GemmType::BFloat16},
+                          {1024, 4096, 4096, Sm90GemmType::BFloat16}, {4096, 4096, 1024, Sm90GemmType::BFloat16},
+                          {4096, 1024, 4096, Sm90GemmType::Float16},  {4096, 1024, 4096, Sm90GemmType::TF32},
                           {8192, 4096, 16384, Sm90GemmType::TF32}};
   std::vector<std::string> table;
   for (const Shape& sh : shapes) {
@@ -440,7 +450,8 @@ int bench(const std::vector<int>& variants) {
     std::mt19937_64 rng(99);
     std::vector<unsigned char> host(static_cast<size_t>(std::max(sh.m, sh.n) * sh.k) * es);
     for (int i = 0; i < sets; ++i) {
-      for (size_t j = 0; j < host.size(); j += es) store_bits(sh.t, std::uniform_real_distribution<float>(-1, 1)(rng) * 0.05f, &host[j]);
+      for (size_t j = 0; j < host.size(); j += es)
+        store_bits(sh.t, std::uniform_real_distribution<float>(-1, 1)(rng) * 0.05f, &host[j]);
       CK(cudaMalloc(&xs[i], static_cast<size_t>(sh.m * sh.k) * es));
       CK(cudaMalloc(&ws[i], static_cast<size_t>(sh.n * sh.k) * es));
       CK(cudaMemcpy(xs[i], host.data(), static_cast<size_t>(sh.m * sh.k) * es, cudaMemcpyHostToDevice));
@@ -479,21 +490,27 @@ int bench(const std::vector<int>& variants) {
     auto gelu_after = [&](int i) {
       lt.run(with_bias, ws[i % sets], xs[i % sets], out, s);
       if (sh.t == Sm90GemmType::BFloat16)
-        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(static_cast<__nv_bfloat16*>(out), count);
+        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
+            static_cast<__nv_bfloat16*>(out), count);
       else if (sh.t == Sm90GemmType::Float16)
-        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(static_cast<__half*>(out), count);
-      else gelu_inplace_f32<<<static_cast<unsigned>((count + 255) / 256), 256, 0, s>>>(static_cast<float*>(out), count);
+        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
+            static_cast<__half*>(out), count);
+      else
+        gelu_inplace_f32<<<static_cast<unsigned>((count + 255) / 256), 256, 0, s>>>(static_cast<float*>(out), count);
     };
     row("cuBLASLt GEMM+bias, GELU kernel", median_us(gelu_after, reps, s), t_bias);
     Sm90LinearGeluArgs a;
-    a.type = sh.t, a.m = sh.m, a.n = sh.n, a.k = sh.k, a.ldx = sh.k, a.ldw = sh.k, a.bias = bias, a.out = out, a.ldo = sh.n;
+    a.type = sh.t, a.m = sh.m, a.n = sh.n, a.k = sh.k, a.ldx = sh.k, a.ldw = sh.k, a.bias = bias, a.out = out,
+    a.ldo = sh.n;
     auto ours = [&](const sm90::Variant* v, bool with_pre) {
       return [&, v, with_pre](int i) {
         Sm90LinearGeluArgs b = a;
         b.x = xs[i % sets], b.w = ws[i % sets];
         if (with_pre) b.pre = pre, b.ldp = sh.n;
-        if (v == nullptr) kiln::cuda_kernels::sm90_linear_gelu(b, s);
-        else sm90::launch_variant(b, s, *v);
+        if (v == nullptr)
+          kiln::cuda_kernels::sm90_linear_gelu(b, s);
+        else
+          sm90::launch_variant(b, s, *v);
       };
     };
     a.x = xs[0], a.w = ws[0];
@@ -501,7 +518,8 @@ int bench(const std::vector<int>& variants) {
       std::printf("%s: not supported\n", label);
       continue;
     }
-    row(kiln::cuda_kernels::sm90_linear_gelu_supported(a) ? "Kiln sm90 (dispatch)" : "Kiln sm90 (below threshold)", median_us(ours(nullptr, false), reps, s), t_bias);
+    row(kiln::cuda_kernels::sm90_linear_gelu_supported(a) ? "Kiln sm90 (dispatch)" : "Kiln sm90 (below threshold)",
+        median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
       if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1) continue;

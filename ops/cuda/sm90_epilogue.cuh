@@ -1,9 +1,10 @@
 // The epilogue of the sm_90a linear+GELU kernel. The bias, loaded before the tile's mainloop
 // (its latency hidden behind the wgmma; one column pair per thread, shared through shared
 // memory afterwards, since 32 registers held across the mainloop made the consumers spill),
-// is added to a consumer warpgroup's fp32 accumulators in place; the optional pre-activation is stored; the exact GELU is
-// applied in place (a plain unrolled loop over registers, nothing to keep the scheduler from
-// overlapping the evaluations); the result is stored. Each element is stored once, two ways:
+// is added to a consumer warpgroup's fp32 accumulators in place; the optional pre-activation
+// is stored; the exact GELU is applied in place (a plain unrolled loop over registers, nothing
+// to keep the scheduler from overlapping the evaluations); the result is stored. Each element
+// is stored once, two ways:
 //   - staged (16-bit outputs whose base and row stride suit TMA): the warpgroup writes a
 //     column chunk of its tile, converted, into a 128B-swizzled shared-memory buffer with
 //     stmatrix (conflict-free: the swizzle spreads the 8 rows of each 8x8 matrix over all
@@ -12,6 +13,8 @@
 //     stores have read it (a buffer of half a tile leaves room for one more pipeline stage);
 //   - direct (TF32's float output, or unaligned outputs): each thread stores its accumulator
 //     pairs straight to global memory, bounds-checked.
+// gelu_in_place is the benchmark-only variant's worker loop (the GELU offloaded to the
+// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
@@ -237,8 +240,10 @@ __device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int wo
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float2 f;
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
-      else f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
+      if constexpr (std::is_same_v<T, __nv_bfloat16>)
+        f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
+      else
+        f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
       w[e] = pack_two<T>(gelu_exact<T>(f.x), gelu_exact<T>(f.y));
     }
     st_shared_v4(buffer + offset, v);

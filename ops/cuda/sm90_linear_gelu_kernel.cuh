@@ -22,10 +22,15 @@
 // w: each loads its own x tile and half of the w tile, multicast into both CTAs' stage, so
 // L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
 // released it (each consumer warpgroup arrives on both CTAs' "empty" barriers).
+// With kOffload (cooperative only), the consumers stage the pre-activation and warps 1-3 of
+// the producer warpgroup apply the GELU and store it while the consumers run on.
 // setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
 // accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
+// The library runs the cooperative, cluster-free, GELU-in-consumers configuration (measured
+// fastest on an H200); ping-pong, clusters and the offloaded GELU are built into the benchmark
+// harness only, which compares them (docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
