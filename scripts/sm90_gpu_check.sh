@@ -2,11 +2,14 @@
 # The sm_90a linear+GELU kernel's GPU check, self-contained (no Kiln build needed): builds
 # bench/sm90_linear_gelu_check.cu unless a prebuilt `sm90_check` that runs here sits beside
 # this script, then runs the per-variant and dispatch correctness checks, the benchmark,
-# compute-sanitizer (memcheck) on small calls, and counts HGMMA instructions in the SASS.
+# compute-sanitizer (memcheck, synccheck, racecheck) on small calls of every variant, and
+# counts HGMMA instructions in the SASS. Needs about 80 s on an H200.
 # Full logs go to $OUT; the summary table is printed last.
 #
 #   scripts/sm90_gpu_check.sh                    # from a Kiln checkout on an H100/H200
 #   SRC=/path/to/copied/tree OUT=/tmp/o scripts/sm90_gpu_check.sh
+# The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
+# (default $SRC/include, where a copied tree can carry them).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=${SRC:-$(cd "$HERE/.." && pwd)}

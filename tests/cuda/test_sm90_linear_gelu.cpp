@@ -69,7 +69,7 @@ void check_call(Sm90GemmType type, int64_t m, int64_t n, int64_t k, bool with_bi
   a.out = out.data_ptr(), a.ldo = n;
   a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = n;
   REQUIRE(sm90_linear_gelu_supported(a));
-  sm90_linear_gelu(a, reinterpret_cast<cudaStream_t>(current_stream(kGpu).id()));
+  sm90_linear_gelu(a, reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()));
   cuda::synchronize();
 
   const std::vector<double> want_pre = reference_linear(x, w, b);
