@@ -72,9 +72,9 @@ void check_call(Sm90GemmType type, int64_t m, int64_t n, int64_t k, bool with_bi
   sm90_linear_gelu(a, reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()));
   cuda::synchronize();
 
-  const std::vector<double> want_pre = reference_linear(x, w, b);
-  const std::vector<double> got_out = values(out);
-  const std::vector<double> got_pre = with_pre ? values(pre) : std::vector<double>();
+  const std::vector<double> want_pre = reference_linear(x.cpu(), w.cpu(), with_bias ? b.cpu() : Tensor());
+  const std::vector<double> got_out = values(out.cpu());
+  const std::vector<double> got_pre = with_pre ? values(pre.cpu()) : std::vector<double>();
   double err_out = 0, ref_out = 0, err_pre = 0, ref_pre = 0;
   int64_t unwritten = 0;
   for (size_t i = 0; i < want_pre.size(); ++i) {
