@@ -1,7 +1,7 @@
 // CUDA bodies of the unary ops: the formulas of unary_math.h, the same functors the CPU
 // kernels call, computed in float for the 16-bit types.
 // One deliberate, device-only exception, for speed: the exact GELU of float16/bfloat16
-// (gelu_fast, in ops/cuda/gelu_fast.cuh, which fused_linear_gelu's epilogue shares) evaluates
+// (gelu_fast, in ops/cuda/gelu_fast.cuh, shared with the fused linear+GELU epilogues) evaluates
 // erfc with a rational-exponential fit whose relative error is about 1.2e-7, far below the
 // 16-bit result's rounding (2^-11 at best), in ~20 instructions where erff takes ~30 plus a
 // branch. With erff the bfloat16 kernel was bound by arithmetic at 73% of copy bandwidth; with

@@ -1,8 +1,8 @@
 // gelu_fast: the exact (erf) GELU of float16/bfloat16 results on the GPU, computed in float
 // with an erfc fit on the hardware's approximate exp2 and reciprocal, for speed (the why, its
 // accuracy and the check over all 65536 bfloat16 inputs are in ops/unary_cuda.cu's comment).
-// Shared by the unary gelu kernel and fused_linear_gelu's epilogue, so a fused 16-bit GELU
-// rounds exactly as the unfused one. Device code only; float32/float64 keep unary_math.h's
+// Shared by the unary gelu kernel, fused_linear_gelu's epilogue and the sm_90a linear+GELU
+// kernel's epilogue (sm90_epilogue.cuh), so a fused 16-bit GELU rounds exactly as the unfused one. Device code only; float32/float64 keep unary_math.h's
 // exact formula.
 #pragma once
 

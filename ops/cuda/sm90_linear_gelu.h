@@ -31,7 +31,10 @@ struct Sm90LinearGeluArgs {
 };
 
 /// Whether the sm_90a kernel takes this call on the current device (compute capability 9.0,
-/// a build with sm_90a code, sizes and alignments the TMA descriptors accept).
+/// a build with sm_90a code, sizes and alignments the TMA descriptors accept, and at least
+/// 4 Mi outputs, below which cuBLASLt + a GELU kernel is as fast: sm90_linear_gelu.cu).
+/// Touches no stream; the per-device facts it reads are cached on first use, so a call made
+/// once before a CUDA graph capture keeps runtime queries out of the capture.
 bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& args);
 
 /// Enqueues the kernel on `stream` (the current device's); call only when supported() said yes.

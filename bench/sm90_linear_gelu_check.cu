@@ -1,0 +1,581 @@
+// Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
+// included directly so every tile variant can be driven), for the GPU machine:
+//   check correct <dispatch|v0..v5>     correctness against a float64 CPU reference on random
+//                                         data: poisoned outputs, edge shapes, bias/pre on and off,
+//                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
+//   check sanitize                        a few small calls of every variant (run it under
+//                                         compute-sanitizer);
+//   check bench [0,1,...]                 CUDA-event medians of the kernel against cuBLASLt's plain
+//                                         GEMM, GEMM+bias, GEMM+GELU_BIAS (tanh) and GEMM+bias then a
+//                                         separate exact-GELU kernel, rotating weight sets.
+// Variants (16-bit outputs through TMA stores; 128x256 cooperative, 128x128 ping-pong tiles):
+// v0 cooperative, GELU in the consumers, 4 stages (half-tile staging); v1 cooperative, GELU
+// offloaded to the producer warpgroup's spare warps, 3 stages; v2 cooperative, GELU in the
+// consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2.
+// scripts/sm90_gpu_check.sh builds and runs it.
+#define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
+#include <cublasLt.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../ops/cuda/sm90_linear_gelu.cu"
+
+using kiln::cuda_kernels::Sm90GemmType;
+using kiln::cuda_kernels::Sm90LinearGeluArgs;
+namespace sm90 = kiln::cuda_kernels::sm90;
+
+namespace {
+
+void check_cuda(cudaError_t s, const char* what, int line) {
+  if (s == cudaSuccess) return;
+  std::fprintf(stderr, "CUDA error %s at line %d: %s\n", what, line, cudaGetErrorString(s));
+  std::exit(2);
+}
+void check_lt(cublasStatus_t s, const char* what, int line) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  std::fprintf(stderr, "cuBLASLt error %d: %s at line %d\n", static_cast<int>(s), what, line);
+  std::exit(2);
+}
+#define CK(x) check_cuda((x), #x, __LINE__)
+#define LT(x) check_lt((x), #x, __LINE__)
+
+constexpr int kNumVariants = 6;
+using sm90::Epilogue;
+using sm90::Schedule;
+const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
+                                               {Schedule::Cooperative, 1, Epilogue::Offload},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersWholeTile},
+                                               {Schedule::Pingpong, 1, Epilogue::Registers},
+                                               {Schedule::Cooperative, 2, Epilogue::Offload},
+                                               {Schedule::Pingpong, 2, Epilogue::Registers}};
+const char* kVariantNames[kNumVariants] = {"coop 4st GELU in consumers", "coop 3st GELU offloaded",
+                                           "coop 3st GELU in consumers", "pp 6st",
+                                           "coop c2 3st GELU offloaded", "pp c2 6st"};
+
+size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
+const char* tname(Sm90GemmType t) {
+  return t == Sm90GemmType::BFloat16 ? "bf16" : t == Sm90GemmType::Float16 ? "f16" : "tf32";
+}
+
+// Host values rounded to the storage type, and their device bits.
+float round_to(Sm90GemmType t, float v) {
+  if (t == Sm90GemmType::BFloat16) return __bfloat162float(__float2bfloat16(v));
+  if (t == Sm90GemmType::Float16) return __half2float(__float2half(v));
+  return v;
+}
+void store_bits(Sm90GemmType t, float v, void* dst) {
+  if (t == Sm90GemmType::BFloat16) {
+    __nv_bfloat16 b = __float2bfloat16(v);
+    std::memcpy(dst, &b, 2);
+  } else if (t == Sm90GemmType::Float16) {
+    __half h = __float2half(v);
+    std::memcpy(dst, &h, 2);
+  } else {
+    std::memcpy(dst, &v, 4);
+  }
+}
+float load_bits(Sm90GemmType t, const void* src) {
+  if (t == Sm90GemmType::BFloat16) {
+    __nv_bfloat16 b;
+    std::memcpy(&b, src, 2);
+    return __bfloat162float(b);
+  }
+  if (t == Sm90GemmType::Float16) {
+    __half h;
+    std::memcpy(&h, src, 2);
+    return __half2float(h);
+  }
+  float f;
+  std::memcpy(&f, src, 4);
+  return f;
+}
+
+/// A random row-major matrix [rows, ld] (values in the first `cols` columns), rounded to t.
+struct HostMatrix {
+  int64_t rows = 0, cols = 0, ld = 0;
+  std::vector<float> values;        // rounded, [rows, cols]
+  std::vector<unsigned char> bits;  // device image, [rows, ld]
+};
+HostMatrix random_matrix(Sm90GemmType t, int64_t rows, int64_t cols, int64_t ld, float scale, std::mt19937_64& rng) {
+  HostMatrix h{rows, cols, ld, std::vector<float>(static_cast<size_t>(rows * cols)),
+               std::vector<unsigned char>(static_cast<size_t>(rows * ld) * esize(t), 0)};
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = round_to(t, dist(rng));
+      h.values[r * cols + c] = v;
+      store_bits(t, v, h.bits.data() + (r * ld + c) * esize(t));
+    }
+  return h;
+}
+
+void* to_device(const std::vector<unsigned char>& bytes) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, std::max<size_t>(bytes.size(), 16)));
+  CK(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  return p;
+}
+
+struct Case {
+  Sm90GemmType type;
+  int64_t m, n, k;
+  bool bias, pre;
+  int64_t pad_out = 0;  // ldo = n + pad_out; the padding must stay poisoned
+};
+
+/// Runs one case through `variant` (-1: the public dispatch) and compares with float64.
+bool run_case(const Case& c, int variant, std::mt19937_64& rng, double* worst) {
+  const size_t es = esize(c.type);
+  const HostMatrix x = random_matrix(c.type, c.m, c.k, c.k, 1.0f, rng);
+  const HostMatrix w = random_matrix(c.type, c.n, c.k, c.k, std::sqrt(3.0f / static_cast<float>(c.k)), rng);
+  const HostMatrix b = random_matrix(c.type, 1, c.n, c.n, 0.5f, rng);
+  void* dx = to_device(x.bits);
+  void* dw = to_device(w.bits);
+  void* db = c.bias ? to_device(b.bits) : nullptr;
+  const int64_t ldo = c.n + c.pad_out;
+  const size_t out_bytes = static_cast<size_t>(c.m * ldo) * es;
+  void *dout = nullptr, *dpre = nullptr;
+  CK(cudaMalloc(&dout, out_bytes));
+  CK(cudaMemset(dout, 0xFF, out_bytes));  // NaN in every type: unwritten elements show
+  if (c.pre) {
+    CK(cudaMalloc(&dpre, out_bytes));
+    CK(cudaMemset(dpre, 0xFF, out_bytes));
+  }
+  Sm90LinearGeluArgs a;
+  a.type = c.type;
+  a.m = c.m, a.n = c.n, a.k = c.k;
+  a.x = dx, a.ldx = c.k, a.w = dw, a.ldw = c.k, a.bias = db;
+  a.out = dout, a.ldo = ldo, a.pre = dpre, a.ldp = ldo;
+  const bool supported = sm90::kernel_accepts(a);  // the size threshold aside: edge shapes are small
+  bool ok = supported;
+  if (!supported) std::printf("  NOT SUPPORTED ");
+  if (supported) {
+    if (variant < 0)
+      kiln::cuda_kernels::sm90_linear_gelu(a, nullptr);
+    else
+      sm90::launch_variant(a, nullptr, kVariants[variant]);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+  }
+  std::vector<unsigned char> out(out_bytes), pre(c.pre ? out_bytes : 0);
+  CK(cudaMemcpy(out.data(), dout, out_bytes, cudaMemcpyDeviceToHost));
+  if (c.pre) CK(cudaMemcpy(pre.data(), dpre, out_bytes, cudaMemcpyDeviceToHost));
+  // Every element of [m, n] written (no NaN left), the padding untouched (still NaN).
+  int64_t unwritten = 0, padding_written = 0;
+  for (int64_t r = 0; r < c.m; ++r)
+    for (int64_t col = 0; col < ldo; ++col) {
+      const size_t off = static_cast<size_t>(r * ldo + col) * es;
+      const bool nan_out = std::isnan(load_bits(c.type, out.data() + off));
+      const bool nan_pre = c.pre && std::isnan(load_bits(c.type, pre.data() + off));
+      if (col < c.n)
+        unwritten += (nan_out ? 1 : 0) + (nan_pre ? 1 : 0);
+      else
+        padding_written += (nan_out ? 0 : 1) + (c.pre && !nan_pre ? 1 : 0);
+    }
+  // float64 reference on all rows, or on a sample of rows (tile edges included) when large.
+  std::vector<int64_t> rows;
+  const double work = static_cast<double>(c.m) * static_cast<double>(c.n) * static_cast<double>(c.k);
+  if (work <= 4e8) {
+    for (int64_t r = 0; r < c.m; ++r) rows.push_back(r);
+  } else {
+    for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{64}, int64_t{127}, int64_t{128}, int64_t{255},
+                      int64_t{256}, c.m / 2, c.m - 2, c.m - 1})
+      if (r >= 0 && r < c.m) rows.push_back(r);
+    std::uniform_int_distribution<int64_t> pick(0, c.m - 1);
+    while (rows.size() < 48) rows.push_back(pick(rng));
+  }
+  double err2_out = 0, ref2_out = 0, err2_pre = 0, ref2_pre = 0;
+#pragma omp parallel for reduction(+ : err2_out, ref2_out, err2_pre, ref2_pre) schedule(dynamic)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t r = rows[i];
+    for (int64_t col = 0; col < c.n; ++col) {
+      double s = c.bias ? b.values[col] : 0.0;
+      const float* xr = &x.values[r * c.k];
+      const float* wr = &w.values[col * c.k];
+      for (int64_t kk = 0; kk < c.k; ++kk) s += static_cast<double>(xr[kk]) * wr[kk];
+      const double g = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+      const size_t off = static_cast<size_t>(r * ldo + col) * es;
+      const double got = load_bits(c.type, out.data() + off);
+      err2_out += (got - g) * (got - g);
+      ref2_out += g * g;
+      if (c.pre) {
+        const double gp = load_bits(c.type, pre.data() + off);
+        err2_pre += (gp - s) * (gp - s);
+        ref2_pre += s * s;
+      }
+    }
+  }
+  const double rel_out = std::sqrt(err2_out / std::max(ref2_out, 1e-300));
+  const double rel_pre = c.pre ? std::sqrt(err2_pre / std::max(ref2_pre, 1e-300)) : 0.0;
+  const double tol = c.type == Sm90GemmType::TF32 ? 2e-3 : 1e-2;
+  ok = ok && unwritten == 0 && padding_written == 0 && rel_out <= tol && rel_pre <= tol && std::isfinite(rel_out);
+  *worst = std::max({*worst, rel_out, rel_pre});
+  std::printf(
+      "%s %-4s M=%-5lld N=%-5lld K=%-5lld bias=%d pre=%d pad=%lld  rel_out=%.2e rel_pre=%.2e unwritten=%lld "
+      "padding_written=%lld rows=%zu\n",
+      ok ? "ok  " : "FAIL", tname(c.type), static_cast<long long>(c.m), static_cast<long long>(c.n),
+      static_cast<long long>(c.k), c.bias, c.pre, static_cast<long long>(c.pad_out), rel_out, rel_pre,
+      static_cast<long long>(unwritten), static_cast<long long>(padding_written), rows.size());
+  std::fflush(stdout);
+  for (void* p : {dx, dw, db, dout, dpre})
+    if (p != nullptr) CK(cudaFree(p));
+  return ok;
+}
+
+/// Calls supported() must decline (TMA strides, alignment, empty sizes).
+int check_declines() {
+  int failures = 0;
+  void* buf = nullptr;
+  CK(cudaMalloc(&buf, 1 << 20));
+  auto expect_no = [&](const char* what, Sm90LinearGeluArgs a) {
+    const bool s = sm90::kernel_accepts(a);
+    std::printf("%s declines %s\n", s ? "FAIL" : "ok  ", what);
+    failures += s ? 1 : 0;
+  };
+  Sm90LinearGeluArgs base;
+  base.m = 64, base.n = 64, base.k = 64, base.x = buf, base.ldx = 64, base.w = buf, base.ldw = 64;
+  base.out = static_cast<char*>(buf) + 65536, base.ldo = 64;
+  std::printf("%s kernel accepts the base call\n", sm90::kernel_accepts(base) ? "ok  " : "FAIL");
+  failures += sm90::kernel_accepts(base) ? 0 : 1;
+  {
+    // The public query adds the size threshold: 256 x 4096 outputs no, 1024 x 4096 yes.
+    Sm90LinearGeluArgs small = base, large = base;
+    small.m = 256, small.n = 4096, large.m = 1024, large.n = 4096;
+    small.ldo = large.ldo = 4096;
+    const bool s = kiln::cuda_kernels::sm90_linear_gelu_supported(small);
+    const bool l = kiln::cuda_kernels::sm90_linear_gelu_supported(large);
+    std::printf("%s supported(): 256 x 4096 %d (want 0), 1024 x 4096 %d (want 1)\n", (!s && l) ? "ok  " : "FAIL", s, l);
+    failures += (!s && l) ? 0 : 1;
+  }
+  Sm90LinearGeluArgs a = base;
+  a.k = 7, a.ldx = 7, a.ldw = 7;
+  expect_no("bf16 K=7 (row stride 14 bytes)", a);
+  a = base, a.type = Sm90GemmType::TF32, a.k = 6, a.ldx = 6, a.ldw = 6;
+  expect_no("tf32 K=6 (row stride 24 bytes)", a);
+  a = base, a.x = static_cast<char*>(buf) + 2;
+  expect_no("x not 16-byte aligned", a);
+  a = base, a.w = static_cast<char*>(buf) + 8;
+  expect_no("w not 16-byte aligned", a);
+  a = base, a.m = 0;
+  expect_no("M=0", a);
+  a = base, a.k = 0;
+  expect_no("K=0", a);
+  a = base, a.ldo = 32;
+  expect_no("ldo < N", a);
+  a = base, a.m = int64_t{1} << 32;
+  expect_no("M=2^32", a);
+  CK(cudaFree(buf));
+  return failures;
+}
+
+int correct(const std::string& what) {
+  std::mt19937_64 rng(20261117);
+  int failures = 0;
+  double worst = 0;
+  const int variant = what == "dispatch" ? -1 : what[1] - '0';
+  std::printf("== correctness: %s\n", variant < 0 ? "public dispatch" : kVariantNames[variant]);
+  const int64_t edge[] = {1, 7, 127, 1000, 4095, 4097};
+  if (variant < 0) {
+    failures += check_declines();
+    for (Sm90GemmType t : {Sm90GemmType::BFloat16, Sm90GemmType::Float16, Sm90GemmType::TF32}) {
+      int i = 0;
+      for (int64_t m : edge)
+        for (int64_t n : edge) {
+          const int64_t k = (i % 3 == 0) ? 64 : (i % 3 == 1) ? 136 : 1000;
+          failures += run_case({t, m, n, k, i % 2 == 0, i % 4 < 2, (i % 5 == 0) ? 8 : 0}, -1, rng, &worst) ? 0 : 1;
+          ++i;
+        }
+      const int64_t k_small = t == Sm90GemmType::TF32 ? 4 : 8;
+      for (Case c : {Case{t, 4095, 4097, 4096, true, true}, Case{t, 1000, 127, 4096, true, false},
+                     Case{t, 127, 1000, 4104, false, true}, Case{t, 7, 7, k_small, true, true},
+                     Case{t, 1, 1, k_small, false, false}, Case{t, 4097, 4095, k_small, true, true},
+                     Case{t, 2048, 2048, 2048, true, true, 8}})
+        failures += run_case(c, -1, rng, &worst) ? 0 : 1;
+    }
+  } else {
+    const Sm90GemmType t = Sm90GemmType::BFloat16;
+    for (Case c :
+         {Case{t, 1000, 1000, 1000, true, true}, Case{t, 4097, 4095, 136, true, true, 8},
+          Case{t, 127, 7, 64, false, false}, Case{t, 1, 4097, 1000, true, false}, Case{t, 4096, 4096, 512, true, true},
+          Case{t, 257, 513, 4096, false, true}, Case{t, 129, 129, 8, true, true}, Case{t, 4097, 4104, 136, true, true},
+          Case{t, 127, 8, 64, true, false}, Case{t, 1, 1000, 1000, false, true}, Case{t, 200, 72, 8, true, true}})
+      failures += run_case(c, variant, rng, &worst) ? 0 : 1;
+    for (Case c : {Case{Sm90GemmType::TF32, 1000, 1000, 1000, true, true},
+                   Case{Sm90GemmType::Float16, 1000, 1000, 1000, true, true}})
+      failures += run_case(c, variant, rng, &worst) ? 0 : 1;
+  }
+  std::printf("RESULT correctness %s: %d failures, worst rel. error %.2e\n", what.c_str(), failures, worst);
+  return failures == 0 ? 0 : 1;
+}
+
+int sanitize() {
+  std::mt19937_64 rng(7);
+  int failures = 0;
+  double worst = 0;
+  for (int v = 0; v < kNumVariants; ++v) {
+    failures += run_case({Sm90GemmType::BFloat16, 200, 304, 200, true, true}, v, rng, &worst) ? 0 : 1;
+    failures += run_case({Sm90GemmType::BFloat16, 200, 300, 200, true, true, 8}, v, rng, &worst) ? 0 : 1;
+    failures += run_case({Sm90GemmType::TF32, 130, 260, 36, true, false}, v, rng, &worst) ? 0 : 1;
+  }
+  failures += run_case({Sm90GemmType::Float16, 1, 7, 8, false, true}, -1, rng, &worst) ? 0 : 1;
+  std::printf("RESULT sanitize-run: %d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+// ---- benchmark ----------------------------------------------------------------------------
+
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+template <typename T>
+__global__ void gelu_inplace_kernel(T* p, int64_t n) {
+  const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
+  if (i + 8 <= n) {
+    uint4 v = *reinterpret_cast<uint4*>(p + i);
+    T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) e[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(e[j])));
+    *reinterpret_cast<uint4*>(p + i) = v;
+  } else {
+    for (int64_t j = i; j < n; ++j) p[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(p[j])));
+  }
+}
+__global__ void gelu_inplace_f32(float* p, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = 0.5f * p[i] * (1.0f + erff(p[i] * 0.70710678f));
+}
+
+/// Median per-call GPU time (µs) of `call(i)` over `reps` launches, queued behind a spin kernel.
+template <typename F>
+double median_us(F call, int reps, cudaStream_t s) {
+  for (int i = 0; i < 5; ++i) call(i);
+  CK(cudaStreamSynchronize(s));
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  spin_kernel<<<1, 1, 0, s>>>(4'000'000);
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(ev[2 * i], s));
+    call(i);
+    CK(cudaEventRecord(ev[2 * i + 1], s));
+  }
+  CK(cudaStreamSynchronize(s));
+  std::vector<float> t(reps);
+  for (int i = 0; i < reps; ++i) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
+  for (auto& e : ev) CK(cudaEventDestroy(e));
+  std::sort(t.begin(), t.end());
+  return 1000.0 * t[reps / 2];
+}
+
+struct LtGemm {
+  cublasLtHandle_t h = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 64 << 20;
+  LtGemm() {
+    LT(cublasLtCreate(&h));
+    CK(cudaMalloc(&ws, ws_bytes));
+  }
+  /// D [m, n] row-major = epilogue(x [m, k] w [n, k]^T (+ bias)), as the column-major
+  /// D^T [n, m] = op(w) x^T.
+  struct Plan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+  };
+  Plan plan(Sm90GemmType t, int64_t m, int64_t n, int64_t k, cublasLtEpilogue_t epi, const void* bias) {
+    Plan p{};
+    const cudaDataType_t dt = t == Sm90GemmType::BFloat16  ? CUDA_R_16BF
+                              : t == Sm90GemmType::Float16 ? CUDA_R_16F
+                                                           : CUDA_R_32F;
+    const cublasComputeType_t ct = t == Sm90GemmType::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LT(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    if (bias != nullptr)
+      LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    LT(cublasLtMatrixLayoutCreate(&p.la, dt, k, n, k));
+    LT(cublasLtMatrixLayoutCreate(&p.lb, dt, k, m, k));
+    LT(cublasLtMatrixLayoutCreate(&p.lc, dt, n, m, n));
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                            sizeof ws_bytes));
+    cublasLtMatmulHeuristicResult_t r{};
+    int found = 0;
+    LT(cublasLtMatmulAlgoGetHeuristic(h, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &r, &found));
+    if (found == 0) {
+      std::fprintf(stderr, "cuBLASLt: no algorithm\n");
+      std::exit(2);
+    }
+    p.algo = r.algo;
+    LT(cublasLtMatmulPreferenceDestroy(pref));
+    return p;
+  }
+  void run(const Plan& p, const void* w, const void* x, void* d, cudaStream_t s) {
+    const float alpha = 1.0f, beta = 0.0f;
+    LT(cublasLtMatmul(h, p.op, &alpha, w, p.la, x, p.lb, &beta, d, p.lc, d, p.lc, &p.algo, ws, ws_bytes, s));
+  }
+};
+
+int bench(const std::vector<int>& variants) {
+  LtGemm lt;
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  struct Shape {
+    int64_t m, k, n;
+    Sm90GemmType t;
+  };
+  const Shape shapes[] = {{4096, 1024, 4096, Sm90GemmType::BFloat16}, {8192, 4096, 16384, Sm90GemmType::BFloat16},
+                          {64, 1024, 4096, Sm90GemmType::BFloat16},   {256, 1024, 4096, Sm90GemmType::BFloat16},
+                          {1024, 1024, 4096, Sm90GemmType::BFloat16}, {2048, 1024, 4096, Sm90GemmType::BFloat16},
+                          {1024, 4096, 4096, Sm90GemmType::BFloat16}, {4096, 4096, 1024, Sm90GemmType::BFloat16},
+                          {4096, 1024, 4096, Sm90GemmType::Float16},  {4096, 1024, 4096, Sm90GemmType::TF32},
+                          {8192, 4096, 16384, Sm90GemmType::TF32}};
+  std::vector<std::string> table;
+  for (const Shape& sh : shapes) {
+    const size_t es = esize(sh.t);
+    const size_t xw_bytes = static_cast<size_t>((sh.m + sh.n) * sh.k) * es;
+    const int sets = static_cast<int>(std::clamp<size_t>((256u << 20) / xw_bytes + 1, 4, 16));
+    std::vector<void*> xs(sets), ws(sets);
+    std::mt19937_64 rng(99);
+    std::vector<unsigned char> host(static_cast<size_t>(std::max(sh.m, sh.n) * sh.k) * es);
+    for (int i = 0; i < sets; ++i) {
+      for (size_t j = 0; j < host.size(); j += es)
+        store_bits(sh.t, std::uniform_real_distribution<float>(-1, 1)(rng) * 0.05f, &host[j]);
+      CK(cudaMalloc(&xs[i], static_cast<size_t>(sh.m * sh.k) * es));
+      CK(cudaMalloc(&ws[i], static_cast<size_t>(sh.n * sh.k) * es));
+      CK(cudaMemcpy(xs[i], host.data(), static_cast<size_t>(sh.m * sh.k) * es, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(ws[i], host.data(), static_cast<size_t>(sh.n * sh.k) * es, cudaMemcpyHostToDevice));
+    }
+    void *bias = nullptr, *out = nullptr, *pre = nullptr;
+    CK(cudaMalloc(&bias, static_cast<size_t>(sh.n) * es));
+    CK(cudaMemcpy(bias, host.data(), static_cast<size_t>(sh.n) * es, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&out, static_cast<size_t>(sh.m * sh.n) * es));
+    CK(cudaMalloc(&pre, static_cast<size_t>(sh.m * sh.n) * es));
+    const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
+    const int reps = flops > 1e11 ? 60 : 200;
+    char label[96];
+    std::snprintf(label, sizeof label, "%s M=%lld K=%lld N=%lld (%d sets)", tname(sh.t), static_cast<long long>(sh.m),
+                  static_cast<long long>(sh.k), static_cast<long long>(sh.n), sets);
+    auto row = [&](const char* what, double us, double base) {
+      char line[200];
+      std::snprintf(line, sizeof line, "%-40s %-28s %9.2f us %7.1f TFLOP/s  x%.3f vs Lt+bias", label, what, us,
+                    flops / us * 1e-6, us / base);
+      table.push_back(line);
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+    };
+    const auto plain = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+    const auto with_bias = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_BIAS, bias);
+    const double t_plain = median_us([&](int i) { lt.run(plain, ws[i % sets], xs[i % sets], out, s); }, reps, s);
+    const double t_bias = median_us([&](int i) { lt.run(with_bias, ws[i % sets], xs[i % sets], out, s); }, reps, s);
+    row("cuBLASLt GEMM", t_plain, t_bias);
+    row("cuBLASLt GEMM+bias", t_bias, t_bias);
+    if (sh.t != Sm90GemmType::TF32) {
+      const auto gelu_tanh = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_GELU_BIAS, bias);
+      row("cuBLASLt GEMM+GELU_BIAS(tanh)",
+          median_us([&](int i) { lt.run(gelu_tanh, ws[i % sets], xs[i % sets], out, s); }, reps, s), t_bias);
+    }
+    const int64_t count = sh.m * sh.n;
+    auto gelu_after = [&](int i) {
+      lt.run(with_bias, ws[i % sets], xs[i % sets], out, s);
+      if (sh.t == Sm90GemmType::BFloat16)
+        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
+            static_cast<__nv_bfloat16*>(out), count);
+      else if (sh.t == Sm90GemmType::Float16)
+        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
+            static_cast<__half*>(out), count);
+      else
+        gelu_inplace_f32<<<static_cast<unsigned>((count + 255) / 256), 256, 0, s>>>(static_cast<float*>(out), count);
+    };
+    row("cuBLASLt GEMM+bias, GELU kernel", median_us(gelu_after, reps, s), t_bias);
+    Sm90LinearGeluArgs a;
+    a.type = sh.t, a.m = sh.m, a.n = sh.n, a.k = sh.k, a.ldx = sh.k, a.ldw = sh.k, a.bias = bias, a.out = out,
+    a.ldo = sh.n;
+    auto ours = [&](const sm90::Variant* v, bool with_pre) {
+      return [&, v, with_pre](int i) {
+        Sm90LinearGeluArgs b = a;
+        b.x = xs[i % sets], b.w = ws[i % sets];
+        if (with_pre) b.pre = pre, b.ldp = sh.n;
+        if (v == nullptr)
+          kiln::cuda_kernels::sm90_linear_gelu(b, s);
+        else
+          sm90::launch_variant(b, s, *v);
+      };
+    };
+    a.x = xs[0], a.w = ws[0];
+    if (!sm90::kernel_accepts(a)) {
+      std::printf("%s: not supported\n", label);
+      continue;
+    }
+    row(kiln::cuda_kernels::sm90_linear_gelu_supported(a) ? "Kiln sm90 (dispatch)" : "Kiln sm90 (below threshold)",
+        median_us(ours(nullptr, false), reps, s), t_bias);
+    row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
+    for (int v : variants) {
+      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1) continue;
+      row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
+    }
+    const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
+    if (target)
+      for (int v : variants) {
+        if (v != 0 && v != 1) continue;
+        for (int skip : {1, 2}) {
+          sm90::Variant var = kVariants[v];
+          var.bench_skip = skip;
+          char name[64];
+          std::snprintf(name, sizeof name, "%s %s", kVariantNames[v], skip == 1 ? "no GELU" : "no epilogue");
+          row(name, median_us(ours(&var, false), reps, s), t_bias);
+        }
+        sm90::Variant var = kVariants[v];
+        char name[64];
+        std::snprintf(name, sizeof name, "%s +pre", kVariantNames[v]);
+        row(name, median_us(ours(&var, true), reps, s), t_bias);
+      }
+    if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
+      for (int v : {0, 1})
+        for (int g : {8, 32}) {
+          sm90::Variant var = kVariants[v];
+          var.group_m = g;
+          char name[64];
+          std::snprintf(name, sizeof name, "%s group %d", kVariantNames[v], g);
+          row(name, median_us(ours(&var, false), reps, s), t_bias);
+        }
+    for (int i = 0; i < sets; ++i) CK(cudaFree(xs[i])), CK(cudaFree(ws[i]));
+    for (void* p : {bias, out, pre}) CK(cudaFree(p));
+  }
+  std::printf("\n==== summary (median of CUDA-event times; ratios against cuBLASLt GEMM+bias) ====\n");
+  for (const auto& l : table) std::printf("%s\n", l.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "probe") return 0;  // the binary loads on this machine
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, cc %d.%d, %d SMs, L2 %d MB\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
+  if (mode == "correct" && argc > 2) return correct(argv[2]);
+  if (mode == "sanitize") return sanitize();
+  if (mode == "bench") {
+    std::vector<int> variants;
+    const std::string list = argc > 2 ? argv[2] : "0,1,2,3,4,5";
+    for (char ch : list)
+      if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
+    return bench(variants);
+  }
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v5> | sanitize | bench [0,1,2,3,4,5]\n", argv[0]);
+  return 2;
+}

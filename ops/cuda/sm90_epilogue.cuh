@@ -1,0 +1,255 @@
+// The epilogue of the sm_90a linear+GELU kernel. The bias, loaded before the tile's mainloop
+// (its latency hidden behind the wgmma; one column pair per thread, shared through shared
+// memory afterwards, since 32 registers held across the mainloop made the consumers spill),
+// is added to a consumer warpgroup's fp32 accumulators in place; the optional pre-activation
+// is stored; the exact GELU is applied in place (a plain unrolled loop over registers, nothing
+// to keep the scheduler from overlapping the evaluations); the result is stored. Each element
+// is stored once, two ways:
+//   - staged (16-bit outputs whose base and row stride suit TMA): the warpgroup writes a
+//     column chunk of its tile, converted, into a 128B-swizzled shared-memory buffer with
+//     stmatrix (conflict-free: the swizzle spreads the 8 rows of each 8x8 matrix over all
+//     banks), and one thread hands it to TMA stores, which clip rows and columns outside
+//     [M, N] and run while the warpgroup goes on; a chunk reuses the buffer once the previous
+//     stores have read it (a buffer of half a tile leaves room for one more pipeline stage);
+//   - direct (TF32's float output, or unaligned outputs): each thread stores its accumulator
+//     pairs straight to global memory, bounds-checked.
+// gelu_in_place is the benchmark-only variant's worker loop (the GELU offloaded to the
+// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gelu_fast.cuh"
+#include "sm90_ptx.cuh"
+
+namespace kiln::cuda_kernels::sm90 {
+
+/// The run-time part of one launch (the tensor maps travel as their own parameters).
+struct KernelParams {
+  const void* bias = nullptr;  ///< [n] or null
+  void* out = nullptr;         ///< [m, n], row stride ldo
+  void* pre = nullptr;         ///< [m, n], row stride ldp, or null
+  int64_t ldo = 0, ldp = 0;
+  int32_t m = 0, n = 0;
+  int32_t k_blocks = 0;   ///< ceil(k / kBlockK)
+  int32_t units_m = 0;    ///< ceil(m tiles / kCluster): a unit is one cluster's tiles
+  int32_t units_n = 0;    ///< n tiles
+  int32_t group_m = 1;    ///< units of m per raster group
+  uint32_t pair_out = 0;  ///< direct stores: out may be stored two elements at a time
+  uint32_t pair_pre = 0;  ///< likewise pre
+  uint32_t staged = 0;    ///< out (and pre) go through shared memory and TMA stores
+#if defined(KILN_SM90_BENCH_HOOKS)
+  int32_t bench_skip = 0;  ///< benchmark only: 1 skips the GELU, 2 the whole epilogue
+#endif
+};
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(float v) { return v; }
+
+/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results,
+/// erff for float32.
+template <typename T>
+__device__ __forceinline__ float gelu_exact(float x) {
+  if constexpr (sizeof(T) == 2) return gelu_fast(x);
+  else return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+}
+
+/// (a, b) rounded to the 16-bit type T and packed, a in the low half.
+template <typename T>
+__device__ __forceinline__ uint32_t pack_two(float a, float b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+/// Stores (a, b) at p[0], p[1]: one vector store when `pair`, else p[0] and, when `second`, p[1].
+template <typename T>
+__device__ __forceinline__ void store_two(T* p, float a, float b, bool pair, bool second) {
+  if (pair) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+    else if constexpr (std::is_same_v<T, __half>) *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+    else *reinterpret_cast<float2*>(p) = make_float2(a, b);
+    return;
+  }
+  p[0] = static_cast<T>(a);
+  if (second) p[1] = static_cast<T>(b);
+}
+
+/// This thread's bias for two adjacent columns, as loaded before the mainloop: the raw bits
+/// of two 16-bit values, or two floats.
+template <typename T>
+using BiasPair = std::conditional_t<sizeof(T) == 2, uint32_t, float2>;
+
+/// The bias at columns col and col + 1 (0 past n or without bias).
+template <typename T>
+__device__ __forceinline__ BiasPair<T> load_bias_pair(const T* bias, int col, int n) {
+  if constexpr (sizeof(T) == 2) {
+    const auto* bits = reinterpret_cast<const unsigned short*>(bias);
+    const uint32_t lo = (bias != nullptr && col < n) ? __ldg(bits + col) : 0u;
+    const uint32_t hi = (bias != nullptr && col + 1 < n) ? __ldg(bits + col + 1) : 0u;
+    return lo | (hi << 16);
+  } else {
+    return make_float2((bias != nullptr && col < n) ? __ldg(bias + col) : 0.0f,
+                       (bias != nullptr && col + 1 < n) ? __ldg(bias + col + 1) : 0.0f);
+  }
+}
+
+/// A BiasPair as two floats.
+template <typename T>
+__device__ __forceinline__ float2 unpack_bias(BiasPair<T> b) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&b));
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&b));
+  } else {
+    return b;
+  }
+}
+
+#if defined(KILN_SM90A_DEVICE)
+
+/// acc += bias: the thread's columns 8j + 2 quad + {0, 1} (quad = lane % 4) in both row halves
+/// of each atom, from the tile's bias pairs in shared memory (pair i: columns 2i, 2i + 1).
+template <class Cfg>
+__device__ __forceinline__ void add_bias(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                         const BiasPair<typename Cfg::Element> (&bias)[Cfg::kBlockN / 2], int quad) {
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+    const float2 b = unpack_bias<typename Cfg::Element>(bias[4 * j + quad]);
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+      acc[mi][4 * j] += b.x;
+      acc[mi][4 * j + 1] += b.y;
+      acc[mi][4 * j + 2] += b.x;
+      acc[mi][4 * j + 3] += b.y;
+    }
+  }
+}
+
+/// acc = GELU(acc), in place.
+template <class Cfg>
+__device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2]) {
+#pragma unroll
+  for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+    for (int i = 0; i < Cfg::kBlockN / 2; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element>(acc[mi][i]);
+}
+
+/// Direct store of the tile's values in acc to `base` (row stride ld): thread (warp, lane)
+/// holds rows row0 + mi*64 + {0, 8} and columns col0 + 8j + {0, 1} (the wgmma layout).
+template <class Cfg>
+__device__ __forceinline__ void store_tile_direct(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                  typename Cfg::Element* base, int64_t ld, bool pair, int row0,
+                                                  int col0, int m, int n) {
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+    const int col = col0 + j * 8;
+    const bool first_in = col < n, second_in = col + 1 < n;
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + mi * 64 + h * 8;
+        if (row >= m || !first_in) continue;
+        store_two(base + static_cast<int64_t>(row) * ld + col, acc[mi][j * 4 + h * 2], acc[mi][j * 4 + h * 2 + 1],
+                  pair && second_in, second_in);
+      }
+    }
+  }
+}
+
+/// Writes columns [16 first_pair, 16 (first_pair + pairs)) of the tile's values in acc,
+/// converted to the 16-bit T, into a staging buffer (blocks of kConsumerRows x 128 bytes, one
+/// per 64 columns counted from column 16 first_pair, 128B-swizzled as TMA expects) with
+/// stmatrix. No synchronisation.
+template <class Cfg>
+__device__ __forceinline__ void stmatrix_columns(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2], uint32_t staging,
+                                                 int thread, int first_pair, int pairs) {
+  using T = typename Cfg::Element;
+  constexpr int kBlockBytes = Cfg::kConsumerRows * 128;  // one 64-column block
+  const int warp = thread / 32, lane = thread % 32;
+  // This lane's stmatrix row: matrix g = lane / 8 is (row half g & 1, column chunk g >> 1). The
+  // 16-byte chunk 2q + (g >> 1) of row r sits at chunk (2q + (g >> 1)) ^ (r & 7) of the
+  // swizzled row, = (2q % 8) ^ flip with flip = (g >> 1) ^ (r & 7) (2q is even): one XOR with
+  // a constant per stmatrix, two registers kept (row address and flip).
+  const int g = lane / 8;
+  const int row_in_atom = warp * 16 + 8 * (g & 1) + lane % 8;
+  const uint32_t row_address = staging + row_in_atom * 128;
+  const uint32_t flip = static_cast<uint32_t>(((g >> 1) ^ (row_in_atom & 7)) << 4);
+#pragma unroll
+  for (int q = 0; q < pairs; ++q) {
+    const int jp = first_pair + q;  // 16-column group in the tile
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+      const float* a = &acc[mi][8 * jp];
+      // Block (q / 4) of 64 columns, atom mi 64 rows down (r & 7 unchanged), swizzled chunk.
+      const uint32_t address =
+          row_address + ((q / 4) * kBlockBytes + mi * 64 * 128) + ((static_cast<uint32_t>((2 * q) % 8) << 4) ^ flip);
+      stmatrix_x4(address, pack_two<T>(a[0], a[1]), pack_two<T>(a[2], a[3]), pack_two<T>(a[4], a[5]),
+                  pack_two<T>(a[6], a[7]));
+    }
+  }
+}
+
+/// Staged store (16-bit T) of the tile's values in acc: rows [m0, m0 + kConsumerRows) and
+/// columns [n0, n0 + kBlockN) of the matrix behind `map`, kStageCols columns at a time through
+/// the warpgroup's buffer `staging` and TMA stores issued by the warpgroup's thread 0.
+/// `barrier` is the warpgroup's named barrier.
+template <class Cfg>
+__device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                  const CUtensorMap* map, uint32_t staging, uint32_t barrier,
+                                                  int thread, int m0, int n0) {
+  static_assert(sizeof(typename Cfg::Element) == 2, "store_tile_staged: 16-bit outputs only");
+  constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+  constexpr int kChunkPairs = Cfg::kStageCols / 16;  // 16-column groups per chunk
+#pragma unroll
+  for (int chunk = 0; chunk < Cfg::kBlockN / Cfg::kStageCols; ++chunk) {
+    if (thread == 0) bulk_wait_group_read();  // the previous stores have read the buffer
+    named_barrier_sync(barrier, 128);
+    stmatrix_columns<Cfg>(acc, staging, thread, chunk * kChunkPairs, kChunkPairs);
+    fence_proxy_async_shared();
+    named_barrier_sync(barrier, 128);
+    if (thread == 0) {
+#pragma unroll
+      for (int cb = 0; cb < Cfg::kStageCols / 64; ++cb)
+        tma_store_2d(map, staging + cb * kBlockBytes, n0 + chunk * Cfg::kStageCols + 64 * cb, m0);
+      bulk_commit_group();
+    }
+  }
+}
+
+/// The offloaded epilogue's work on one staged tile (16-bit T): `threads` threads (index
+/// `worker`) replace every value of the `bytes`-byte buffer by its GELU, 16 bytes at a time
+/// (the layout does not matter for an elementwise map).
+template <typename T>
+__device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int worker, int threads) {
+  for (int offset = worker * 16; offset < bytes; offset += threads * 16) {
+    uint4 v = ld_shared_v4(buffer + offset);
+    uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float2 f;
+      if constexpr (std::is_same_v<T, __nv_bfloat16>)
+        f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
+      else
+        f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
+      w[e] = pack_two<T>(gelu_exact<T>(f.x), gelu_exact<T>(f.y));
+    }
+    st_shared_v4(buffer + offset, v);
+  }
+}
+
+#endif  // KILN_SM90A_DEVICE
+
+}  // namespace kiln::cuda_kernels::sm90

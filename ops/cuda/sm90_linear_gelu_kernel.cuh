@@ -1,0 +1,347 @@
+// The sm_90a linear+GELU kernel itself: out = GELU_erf(x w^T + bias) (and pre = x w^T + bias
+// when asked), persistent and warp-specialised.
+//
+// A CTA has three warpgroups. Warpgroup 0 is the producer: one thread walks this CTA's tiles
+// and, per 128-byte-wide k block, waits for a free stage of the shared-memory ring (its
+// "empty" mbarrier), announces the stage's bytes on its "full" mbarrier and issues the TMA
+// loads of the x tile (128 rows) and the w tile (kBlockN rows), 128B-swizzled; out-of-bounds
+// rows and columns arrive as zeros. Warpgroups 1 and 2 are consumers: they wait on "full",
+// issue wgmma on the stage (4 k steps of 32 bytes), keep one wgmma group in flight and
+// release the previous stage on "empty". Two ways to share the tiles, chosen by kPingpong:
+//   - cooperative: both consumers work on one 128 x kBlockN tile, 64 rows each;
+//   - ping-pong: each consumer owns every other tile (128 x kBlockN, two m64 atoms), so one
+//     consumer's epilogue runs while the other's wgmma keeps the tensor cores busy. The two
+//     mainloops take turns (a "turn" mbarrier per consumer, arrived on by the other when its
+//     mainloop has issued its last k block): besides keeping the tensor cores to one tile at a
+//     time, this is what makes the parity waits sound, since a consumer skips the other's
+//     ring positions and must never wait on a stage whose previous fill has not landed yet.
+// The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
+// asked, applies the exact GELU and stores out, each element once: through a shared-memory
+// buffer per consumer and TMA stores for 16-bit outputs, or straight from registers.
+// With kCluster = 2, the two CTAs of a cluster take vertically adjacent tiles of one column of
+// w: each loads its own x tile and half of the w tile, multicast into both CTAs' stage, so
+// L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
+// released it (each consumer warpgroup arrives on both CTAs' "empty" barriers).
+// With kOffload (cooperative only), the consumers stage the pre-activation and warps 1-3 of
+// the producer warpgroup apply the GELU and store it while the consumers run on.
+// setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
+// accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
+// groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
+// at one time share rows of x and columns of w in L2.
+// The library runs the cooperative, cluster-free, GELU-in-consumers configuration (measured
+// fastest on an H200); ping-pong, clusters and the offloaded GELU are built into the benchmark
+// harness only, which compares them (docs/notes/sm90_linear_gelu.md).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "sm90_epilogue.cuh"
+#include "sm90_ptx.cuh"
+#include "sm90_wgmma.cuh"
+
+namespace kiln::cuda_kernels::sm90 {
+
+/// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
+/// depth, staged store width, and whether the GELU runs in the producer warpgroup's spare warps.
+template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false>
+struct TileConfig {
+  using Element = T;
+  static constexpr int kBlockM = 128;
+  static constexpr int kBlockN = BlockN;
+  static constexpr bool kPingpong = Pingpong;
+  static constexpr int kCluster = Cluster;
+  static constexpr int kStages = Stages;
+  static constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));  ///< one 128-byte swizzle row
+  static constexpr int kKSteps = 4;                                    ///< wgmma k steps (32 bytes) per stage
+  static constexpr int kMAtoms = Pingpong ? 2 : 1;                     ///< m64 atoms per consumer
+  static constexpr int kConsumerRows = 64 * kMAtoms;
+  static constexpr int kABytes = kBlockM * 128;
+  static constexpr int kBBytes = kBlockN * 128;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr bool kCanStage = sizeof(T) == 2;  ///< 16-bit outputs may take the staged epilogue
+  static constexpr int kStageCols = StageCols;  ///< columns per staged store round (a multiple of 64)
+  static constexpr int kStagingBytes = kCanStage ? kConsumerRows * kStageCols * 2 : 0;  ///< per consumer
+  static constexpr int kDynamicSmem = kStages * kStageBytes + 2 * kStagingBytes + 1024;  // + alignment slack
+  static constexpr int kThreads = 384;
+  static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
+  static constexpr bool kOffload = Offload;
+  static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
+  // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
+  // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
+  static constexpr int kProducerRegisters = Offload ? 56 : 24;
+  static constexpr int kConsumerRegisters = Offload ? 224 : 240;
+  static_assert(!Offload || (!Pingpong && kCanStage && StageCols == BlockN),
+                "TileConfig: the offloaded GELU needs the cooperative schedule and whole-tile staging");
+  static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
+  static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
+  static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
+  static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
+};
+
+/// (unit row, unit column) of scheduling unit `u` in the grouped raster order.
+__device__ __forceinline__ int2 unit_coordinates(int u, const KernelParams& p) {
+  const int per_group = p.group_m * p.units_n;
+  const int group = u / per_group;
+  const int first = group * p.group_m;
+  const int rows = min(p.units_m - first, p.group_m);
+  const int r = u - group * per_group;
+  return make_int2(first + r % rows, r / rows);
+}
+
+
+/// The kernel: grid = a multiple of kCluster CTAs (at most one per SM), 384 threads each.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    linear_gelu_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                       const __grid_constant__ CUtensorMap map_out, const __grid_constant__ CUtensorMap map_pre,
+                       const KernelParams p) {
+#if defined(KILN_SM90A_DEVICE)
+  constexpr int kStages = Cfg::kStages;
+  // Static shared memory holds the barriers and bias copies (a build without this body has none:
+  // sm90_linear_gelu_supported() tells the two apart by it).
+  __shared__ __align__(8) uint64_t barriers[2 * kStages + 6];
+  __shared__ BiasPair<typename Cfg::Element> bias_smem[2][Cfg::kBlockN / 2];  // per consumer: the tile's bias
+  extern __shared__ uint8_t dynamic_smem[];
+  const uint32_t ring = (smem_address(dynamic_smem) + 1023u) & ~1023u;
+  const uint32_t full0 = smem_address(&barriers[0]);
+  const uint32_t empty0 = smem_address(&barriers[kStages]);
+  const uint32_t turn0 = smem_address(&barriers[2 * kStages]);  // ping-pong: consumer c waits on turn0 + 8c
+  // Offload: consumer c's staged tile is ready (staged0 + 8c, 128 arrivals) and its buffer free
+  // again (freed0 + 8c, one arrival by the worker that stored it).
+  const uint32_t staged0 = smem_address(&barriers[2 * kStages + 2]);
+  const uint32_t freed0 = smem_address(&barriers[2 * kStages + 4]);
+  const uint32_t staging0 = ring + kStages * Cfg::kStageBytes;  // consumer c's buffer: + c * kStagingBytes
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(full0 + 8 * s, 1);
+      mbarrier_init(empty0 + 8 * s, Cfg::kEmptyArrivals);
+    }
+    mbarrier_init(turn0, 1);
+    mbarrier_init(turn0 + 8, 1);
+    for (int c = 0; c < 2; ++c) {
+      mbarrier_init(staged0 + 8 * c, 128);
+      mbarrier_init(freed0 + 8 * c, 1);
+    }
+    fence_mbarrier_init();
+  }
+  if constexpr (Cfg::kCluster > 1) cluster_sync();
+  else __syncthreads();
+
+  const uint32_t rank = Cfg::kCluster > 1 ? cluster_cta_rank() : 0;
+  const int cluster = static_cast<int>(blockIdx.x) / Cfg::kCluster;
+  const int clusters = static_cast<int>(gridDim.x) / Cfg::kCluster;
+  const int units = p.units_m * p.units_n;
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+
+  // Offload workers (warps 1-3 of the producer warpgroup): for each tile and consumer, wait
+  // for the staged pre-activation, TMA-store it as pre if asked, apply the GELU in place,
+  // TMA-store out, and free the buffer once the store has read it. Worker 0 issues the stores.
+  [[maybe_unused]] auto offload_worker = [&](int worker) {
+    if (p.staged == 0) return;
+#if defined(KILN_SM90_BENCH_HOOKS)
+    if (p.bench_skip == 2) return;
+    const bool gelu = p.bench_skip != 1;
+#else
+    constexpr bool gelu = true;
+#endif
+    constexpr uint32_t kWorkerBarrier = 3;
+    constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+    uint32_t handoffs = 0;
+    for (int u = cluster; u < units; u += clusters, ++handoffs) {
+      const int2 unit = unit_coordinates(u, p);
+      const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
+      const int n0 = unit.y * Cfg::kBlockN;
+      for (int c = 0; c < 2; ++c) {
+        const uint32_t buffer = staging0 + c * Cfg::kStagingBytes;
+        mbarrier_wait(staged0 + 8 * c, handoffs & 1u);
+        if (p.pre != nullptr) {
+          if (worker == 0) {
+            for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb)
+              tma_store_2d(&map_pre, buffer + cb * kBlockBytes, n0 + 64 * cb, m0 + 64 * c);
+            bulk_commit_group();
+            bulk_wait_group_read();
+          }
+          named_barrier_sync(kWorkerBarrier, Cfg::kWorkers);  // pre has been read out
+        }
+        if (gelu) gelu_in_place<typename Cfg::Element>(buffer, Cfg::kStagingBytes, worker, Cfg::kWorkers);
+        fence_proxy_async_shared();
+        named_barrier_sync(kWorkerBarrier, Cfg::kWorkers);
+        if (worker == 0) {
+          for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb)
+            tma_store_2d(&map_out, buffer + cb * kBlockBytes, n0 + 64 * cb, m0 + 64 * c);
+          bulk_commit_group();
+          bulk_wait_group_read();
+          mbarrier_arrive(freed0 + 8 * c);
+        }
+      }
+    }
+    if (worker == 0) bulk_wait_group();
+  };
+
+  if (warpgroup == 0) {
+    // ---- producer ----
+    setmaxnreg_decrease<Cfg::kProducerRegisters>();
+    if constexpr (Cfg::kOffload) {
+      if (threadIdx.x >= 32) offload_worker(static_cast<int>(threadIdx.x) - 32);
+    }
+    if (threadIdx.x == 0) {
+      prefetch_tensor_map(&map_x);
+      prefetch_tensor_map(&map_w);
+      int64_t it = 0;  // ring position (64-bit: tiles x k blocks may pass 2^31)
+      for (int u = cluster; u < units; u += clusters) {
+        const int2 unit = unit_coordinates(u, p);
+        const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
+        const int n0 = unit.y * Cfg::kBlockN;
+        for (int kb = 0; kb < p.k_blocks; ++kb, ++it) {
+          const int s = static_cast<int>(it % kStages);
+          const uint32_t round = static_cast<uint32_t>(it / kStages);
+          mbarrier_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
+          const uint32_t full = full0 + 8 * s;
+          const uint32_t a = ring + s * Cfg::kStageBytes;
+          const uint32_t b = a + Cfg::kABytes;
+          mbarrier_arrive_expect_tx(full, Cfg::kStageBytes);
+          tma_load_2d(a, &map_x, full, kb * Cfg::kBlockK, m0);
+          if constexpr (Cfg::kCluster == 1) {
+            tma_load_2d(b, &map_w, full, kb * Cfg::kBlockK, n0);
+          } else {
+            constexpr int kHalf = Cfg::kBlockN / 2;
+            tma_load_2d_multicast(b + rank * kHalf * 128, &map_w, full, kb * Cfg::kBlockK,
+                                  n0 + static_cast<int>(rank) * kHalf, static_cast<uint16_t>(0x3));
+          }
+        }
+      }
+    }
+    __syncwarp();
+  } else {
+    // ---- consumers ----
+    setmaxnreg_increase<Cfg::kConsumerRegisters>();
+    using T = typename Cfg::Element;
+    const int consumer = warpgroup - 1;
+    const int thread = static_cast<int>(threadIdx.x) % 128;
+    const int warp = thread / 32, lane = thread % 32;
+    const int row_in_tile = Cfg::kPingpong ? 0 : consumer * 64;
+    const uint32_t staging = staging0 + consumer * Cfg::kStagingBytes;
+    // One arrival per consumer warpgroup (its thread 0) on the stage's "empty" barrier of every
+    // CTA in the cluster, once the warpgroup's wgmma reading the stage have completed.
+    auto release = [&](int stage) {
+      if (thread != 0) return;
+      if constexpr (Cfg::kCluster == 1) mbarrier_arrive(empty0 + 8 * stage);
+      else
+        for (uint32_t c = 0; c < Cfg::kCluster; ++c) mbarrier_arrive_cluster(empty0 + 8 * stage, c);
+    };
+    float acc[Cfg::kMAtoms][Cfg::kBlockN / 2];
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+      for (int i = 0; i < Cfg::kBlockN / 2; ++i) acc[mi][i] = 0.0f;
+
+    const int first = Cfg::kPingpong ? consumer : 0;
+    const int step = Cfg::kPingpong ? 2 : 1;
+    uint32_t turns = 0;     // ping-pong: turns waited for so far
+    uint32_t handoffs = 0;  // offload: tiles handed to the workers so far
+    for (int local = first;; local += step) {
+      const int u = cluster + local * clusters;
+      if (u >= units) break;
+      if constexpr (Cfg::kPingpong) {
+        // The other consumer's previous tile has all its k blocks in (and issued).
+        if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
+      }
+      const int2 unit = unit_coordinates(u, p);
+      const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
+      const int n0 = unit.y * Cfg::kBlockN;
+      const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;  // ring position of this tile's first k block
+      // The tile's bias, one column pair per thread, read now so its latency hides behind the
+      // mainloop; it goes to the warpgroup's shared copy after the mainloop.
+      constexpr int kPairs = Cfg::kBlockN / 2;
+      BiasPair<T> bias_pair{};
+      if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
+      int previous_stage = 0;
+      for (int kb = 0; kb < p.k_blocks; ++kb) {
+        const int64_t it = it0 + kb;
+        const int s = static_cast<int>(it % kStages);
+        mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(it / kStages) & 1u);
+        const uint32_t a = ring + s * Cfg::kStageBytes + row_in_tile * 128;
+        const uint32_t b = ring + s * Cfg::kStageBytes + Cfg::kABytes;
+        const uint64_t desc_b = smem_descriptor_sw128(b);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < Cfg::kKSteps; ++kk) {
+#pragma unroll
+          for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+            const uint64_t desc_a = smem_descriptor_sw128(a + mi * 64 * 128);
+            wgmma_m64<Cfg::kBlockN, typename Cfg::Element>(acc[mi], desc_a + 2 * kk, desc_b + 2 * kk,
+                                                           (kb > 0 || kk > 0) ? 1u : 0u);
+          }
+        }
+        wgmma_commit_group();
+        if (kb > 0) {
+          // The previous k block's wgmma group is done: its stage can be refilled.
+          wgmma_wait_group<1>();
+          release(previous_stage);
+        }
+        previous_stage = s;
+      }
+      if constexpr (Cfg::kPingpong) {
+        if (thread == 0) mbarrier_arrive(turn0 + 8 * (1 - consumer));
+      }
+      wgmma_wait_group<0>();
+#pragma unroll
+      for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+        for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
+      release(previous_stage);
+
+      // ---- epilogue ----
+#if defined(KILN_SM90_BENCH_HOOKS)
+      if (p.bench_skip == 2) continue;
+      const bool gelu = p.bench_skip != 1;
+#else
+      constexpr bool gelu = true;
+#endif
+      auto store = [&](const CUtensorMap* map, void* base, int64_t ld, uint32_t pair) {
+        if constexpr (Cfg::kCanStage) {
+          if (p.staged != 0) {
+            store_tile_staged<Cfg>(acc, map, staging, 1 + consumer, thread, m0 + row_in_tile, n0);
+            return;
+          }
+        }
+        store_tile_direct<Cfg>(acc, static_cast<T*>(base), ld, pair != 0, m0 + row_in_tile + warp * 16 + lane / 4,
+                               n0 + 2 * (lane % 4), p.m, p.n);
+      };
+      // The shared bias copy: every thread is past the previous tile's add_bias (first barrier),
+      // then the copy is complete (second).
+      named_barrier_sync(1 + consumer, 128);
+      if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
+      named_barrier_sync(1 + consumer, 128);
+      add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if constexpr (Cfg::kOffload) {
+        if (p.staged != 0) {
+          // Hand the pre-activation, rounded to T, to the workers: they store pre, apply the
+          // GELU in place and store out while this warpgroup runs its next mainloop.
+          mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
+          stmatrix_columns<Cfg>(acc, staging, thread, 0, Cfg::kBlockN / 16);
+          fence_proxy_async_shared();
+          mbarrier_arrive(staged0 + 8 * consumer);
+          ++handoffs;
+          continue;
+        }
+      }
+      if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
+      if (gelu) apply_gelu<Cfg>(acc);
+      store(&map_out, p.out, p.ldo, p.pair_out);
+    }
+    // TMA stores still reading this warpgroup's buffer must finish before the CTA leaves.
+    if (Cfg::kCanStage && p.staged != 0 && thread == 0) bulk_wait_group();
+  }
+  // A cluster's CTAs leave together: a peer may still arrive on this CTA's barriers.
+  if constexpr (Cfg::kCluster > 1) cluster_sync();
+#endif  // KILN_SM90A_DEVICE
+}
+
+}  // namespace kiln::cuda_kernels::sm90

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The sm_90a linear+GELU kernel's GPU check, self-contained (no Kiln build needed): builds
+# bench/sm90_linear_gelu_check.cu unless a prebuilt `sm90_check` that runs here sits beside
+# this script, then runs the per-variant and dispatch correctness checks, the benchmark,
+# compute-sanitizer (memcheck, synccheck, racecheck) on small calls of every variant, and
+# counts HGMMA instructions in the SASS. Needs about 80 s on an H200.
+# Full logs go to $OUT; the summary table is printed last.
+#
+#   scripts/sm90_gpu_check.sh                    # from a Kiln checkout on an H100/H200
+#   SRC=/path/to/copied/tree OUT=/tmp/o scripts/sm90_gpu_check.sh
+# The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
+# (default $SRC/include, where a copied tree can carry them).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=${SRC:-$(cd "$HERE/.." && pwd)}
+OUT=${OUT:-$SRC/sm90-check-out}
+mkdir -p "$OUT"
+export PATH=/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+
+BIN=$HERE/sm90_check
+if ! "$BIN" probe > /dev/null 2>&1; then
+  echo "building the harness here"
+  BIN=/tmp/sm90_check
+  FMT_INC=${FMT_INC:-$SRC/include}
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DFMT_CONSTEVAL= \
+    -DFMT_USE_CONSTEXPR=1 -DFMT_HEADER_ONLY -diag-suppress 20208 -Xcompiler=-Wall,-Wextra,-fopenmp -I"$SRC" \
+    -I"$FMT_INC" "$SRC/bench/sm90_linear_gelu_check.cu" "$SRC/core/error.cpp" -o "$BIN" -lcublasLt -lgomp \
+    > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+fi
+
+# SASS: the tensor-core instructions must be HGMMA (wgmma), not HMMA.
+if command -v cuobjdump > /dev/null; then
+  cuobjdump --dump-sass "$BIN" > /tmp/sm90.sass 2>&1
+  {
+    echo "HGMMA lines: $(grep -c HGMMA /tmp/sm90.sass)"
+    echo "HMMA lines (should be 0): $(grep -c ' HMMA' /tmp/sm90.sass)"
+    echo "UTMALDG lines: $(grep -c UTMALDG /tmp/sm90.sass)"
+    echo "local memory (LDL/STL) lines: $(grep -cE 'LDL|STL' /tmp/sm90.sass)"
+  } | tee "$OUT/sass.txt"
+fi
+
+status=0
+variants=""
+for v in v0 v1 v2 v3 v4 v5; do
+  timeout 20 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
+  rc=$?
+  tail -1 "$OUT/correct.log"
+  if [[ $rc -eq 0 ]]; then variants="$variants${v#v},"; else status=1; echo "variant $v: rc $rc"; fi
+done
+timeout 100 "$BIN" bench "${variants:-none}" > "$OUT/bench.log" 2>&1 || { status=1; echo "bench rc $?"; }
+timeout 70 "$BIN" correct dispatch >> "$OUT/correct.log" 2>&1 || { status=1; echo "dispatch correctness failed"; }
+grep -E "^(FAIL|RESULT)" "$OUT/correct.log" | tail -40
+if command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck synccheck racecheck; do
+    timeout 45 compute-sanitizer --tool $tool "$BIN" sanitize > "$OUT/$tool.log" 2>&1
+    echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|RESULT' "$OUT/$tool.log" | tr '\n' ' ')"
+  done
+fi
+sed -n '/==== summary/,$p' "$OUT/bench.log"
+exit $status
