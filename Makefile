@@ -3,8 +3,8 @@
 # incremental.
 #
 #   make demo                 build the library and the examples it runs (linear_mlp,
-#                             profile_linear, a short train_fashion_mnist), then run them (on
-#                             the GPU when one is visible)
+#                             profile_linear, fused_mlp, a short train_fashion_mnist), then run
+#                             them (on the GPU when one is visible)
 #   make test                 build everything (tests, examples, benchmarks) and run every test
 #   make sanitize             CPU-only build under AddressSanitizer + UBSan (build-sanitize/),
 #                             every test through ctest
@@ -41,11 +41,12 @@ configure: setup $(BUILD_DIR)/CMakeCache.txt
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Only what the demo runs: the library and two examples (not the tests and benchmarks).
+# Only what the demo runs: the library and its examples (not the tests and benchmarks).
 demo: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target linear_mlp profile_linear train_fashion_mnist
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target linear_mlp profile_linear fused_mlp train_fashion_mnist
 	@$(BUILD_DIR)/examples/linear_mlp
 	@$(BUILD_DIR)/examples/profile_linear --trace $(BUILD_DIR)/profile_linear_trace.json
+	@$(BUILD_DIR)/examples/fused_mlp --dot-dir $(BUILD_DIR)
 	@# A short training run (1 epoch of 12,000 images) when the Fashion-MNIST files are here
 	@# (scripts/setup.sh installs Debian's dataset-fashion-mnist; without it the demo says so).
 	@if [ -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || [ -e data/fashion-mnist/t10k-labels-idx1-ubyte.gz ]; then \
