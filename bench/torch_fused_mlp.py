@@ -12,7 +12,7 @@ Rows (fp32, TF32, bf16):
   torch.cuda.CUDAGraph replay (the input copied into the static buffer first, as Kiln's
   executable does), and with --compile torch.compile (default and max-autotune).
 
-    python3 bench/torch_fused_mlp.py [--compile] [--csv]
+    python3 bench/torch_fused_mlp.py [--compile [--compile-modes default,max-autotune]] [--csv]
 """
 import argparse
 import statistics
@@ -63,6 +63,7 @@ def set_precision(name):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--compile-modes", default="default,max-autotune")
     ap.add_argument("--csv", action="store_true")
     args = ap.parse_args()
     dev = torch.device("cuda")
@@ -122,7 +123,7 @@ def main():
 
                 rows.append(("mlp", prec, f"batch {batch}", "cuda graph", median_us(replay), 0.0))
                 if args.compile:
-                    for mode in ("default", "max-autotune"):
+                    for mode in args.compile_modes.split(","):
                         torch._dynamo.reset()
                         c = torch.compile(mlp, mode=mode)
                         rows.append(("mlp", prec, f"batch {batch}", f"compile {mode}", median_us(lambda: c(x)), 0.0))

@@ -46,7 +46,7 @@ void run_updatable(const std::function<void()>& fn) {
     throw;
   }
   t.recording = nullptr;
-  if (program->nodes.empty()) return;  // nothing to rewrite (e.g. no parameter had a gradient)
+  // Registered even without nodes: host-only work (a scheduler's step) must also run per replay.
   t.updates.push_back([fn, program](void* exec) {
     ThreadCapture& u = t_capture;
     KILN_CHECK(u.updating == nullptr && !u.capturing, "CudaGraph::replay: cannot replay while capturing or updating");

@@ -10,7 +10,8 @@
 // its node in the instantiated graph (cudaGraphExecKernelNodeSetParams). A replay therefore
 // computes exactly what the eager call would have computed, bit for bit, with no extra copy.
 // fn must launch the same kernels, in the same order, every time (checked), and nothing else
-// that would run eagerly.
+// that would run eagerly. Host-only work that must happen every step (an LR scheduler's step)
+// runs inside run_updatable too, and is then simply repeated before each replay.
 #pragma once
 
 #include <functional>

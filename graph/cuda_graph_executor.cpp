@@ -79,9 +79,10 @@ class CudaGraphExecutor final : public ExecutorImpl {
 // The device every input is on (the graph's one CUDA device).
 Device single_cuda_device(const std::vector<Device>& devices, const char* who) {
   KILN_CHECK(!devices.empty(), "{}: cuda_graph = true needs at least one CUDA tensor input", who);
-  for (const Device& d : devices)
-    KILN_CHECK(d == devices[0] && d.is_cuda(), "{}: cuda_graph = true needs every input on one CUDA device, got {} and {}",
-               who, devices[0].str(), d.str());
+  for (size_t i = 0; i < devices.size(); ++i)
+    KILN_CHECK(devices[i].is_cuda() && devices[i] == devices[0],
+               "{}: cuda_graph = true needs every input on one CUDA device; input {} is on {}{}", who, i,
+               devices[i].str(), i > 0 ? fmt::format(", input 0 on {}", devices[0].str()) : std::string());
   return devices[0];
 }
 

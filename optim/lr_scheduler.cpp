@@ -5,6 +5,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "../core/graph_capture.h"
+
 namespace kiln::optim {
 
 LRScheduler::LRScheduler(Optimizer& optimizer, std::string name) : optimizer_(optimizer), name_(std::move(name)) {
@@ -28,7 +30,10 @@ void LRScheduler::set_epoch(int64_t epoch) {
   ++step_count_;
 }
 
-void LRScheduler::step() { set_epoch(last_epoch_ + 1); }
+// In a captured CUDA graph the step is repeated before each replay (core/graph_capture.h).
+void LRScheduler::step() {
+  cuda::run_updatable([this] { set_epoch(last_epoch_ + 1); });
+}
 
 void LRScheduler::check_setting(StateReader& reader, const std::string& key, double expected) const {
   const double got = reader.number(key);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "../core/graph_capture.h"
+
 namespace kiln::optim {
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
@@ -47,7 +49,10 @@ void SequentialLR::advance_to(int64_t epoch) {
   ++s.step_count_;
 }
 
-void SequentialLR::step() { advance_to(last_epoch() + 1); }
+// In a captured CUDA graph the step is repeated before each replay (core/graph_capture.h).
+void SequentialLR::step() {
+  cuda::run_updatable([this] { advance_to(last_epoch() + 1); });
+}
 
 void SequentialLR::write_settings(StateDict& dict, const std::string& prefix) const {
   for (size_t k = 0; k < milestones_.size(); ++k)

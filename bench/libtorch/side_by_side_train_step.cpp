@@ -76,12 +76,25 @@ int main(int argc, char** argv) {
     kiln_ms.push_back(time_steps(t::kiln_step, steps));
     torch_ms.push_back(time_steps(t::torch_step, steps));
   }
-  const double k = median(kiln_ms), l = median(torch_ms);
+  // Kiln compiled (issue 15): fused forward, the whole step one CUDA graph; measured in turns
+  // with LibTorch again, after a warm-up call and the capturing call.
+  t::kiln_compile();
+  for (int i = 0; i < 3; ++i) t::kiln_step();
+  std::printf("loss after the compiled warm-up: kiln %.4f\n", t::kiln_loss());
+  std::vector<double> compiled_ms, torch2_ms;
+  for (int r = 0; r < rounds; ++r) {
+    compiled_ms.push_back(time_steps(t::kiln_step, steps));
+    torch2_ms.push_back(time_steps(t::torch_step, steps));
+  }
+  const double k = median(kiln_ms), l = median(torch_ms), c = median(compiled_ms), l2 = median(torch2_ms);
   std::printf("%-34s %10s %12s\n", "library", "ms/step", "GEMM TFLOP/s");
   std::printf("%-34s %10.3f %12.1f\n", "Kiln", k, flops / (k * 1e-3) / 1e12);
   std::printf("%-34s %10.3f %12.1f\n", "LibTorch (C++ frontend)", l, flops / (l * 1e-3) / 1e12);
+  std::printf("%-34s %10.3f %12.1f\n", "Kiln compiled (fused + CUDA graph)", c, flops / (c * 1e-3) / 1e12);
+  std::printf("%-34s %10.3f %12.1f\n", "LibTorch (second series)", l2, flops / (l2 * 1e-3) / 1e12);
   std::printf("RESULT train_step_kiln_ms %.4f\nRESULT train_step_libtorch_ms %.4f\nRESULT train_step_ratio %.3f\n", k, l,
               k / l);
+  std::printf("RESULT train_step_kiln_compiled_ms %.4f\nRESULT train_step_compiled_ratio %.3f\n", c, c / l2);
   t::kiln_teardown();
   t::torch_teardown();
   return 0;

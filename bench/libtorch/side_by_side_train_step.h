@@ -12,6 +12,9 @@ namespace side_by_side::train {
 void kiln_setup(const std::vector<int64_t>& sizes, int64_t batch);
 /// One training step: zero_grad, forward, cross_entropy, backward, AdamW step (queued, not synchronised).
 void kiln_step();
+/// From now on kiln_step() runs the compiled step: forward captured and fused
+/// (graph::fuse_linear_gelu), the whole step replayed as one CUDA graph (graph::compile).
+void kiln_compile();
 /// The last step's loss (synchronises).
 double kiln_loss();
 /// Releases Kiln's model and data.

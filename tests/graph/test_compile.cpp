@@ -206,7 +206,9 @@ TEST_CASE("compile: verification first, the copy it keeps, the CUDA Graph mode a
   CHECK(run({in})[0].to_vector<float>() == std::vector<float>{0.0f, 2.5f});
   CHECK(run.graph().num_nodes() == 1);
   CHECK_THROWS_WITH_AS(compile(g, {.cuda_graph = true}),
-                       doctest::Contains("graph::compile: cuda_graph = true is not implemented yet"), Error);
+                       doctest::Contains("graph::compile: cuda_graph = true needs every input on one CUDA device; input 0 "
+                                         "is on cpu"),
+                       Error);
   Executable moved = std::move(run);
   CHECK(moved({in})[0].to_vector<float>() == std::vector<float>{0.0f, 2.5f});
   CHECK_THROWS_WITH_AS(run({in}), doctest::Contains("graph::Executable: this executable was moved from"),  // NOLINT
@@ -241,4 +243,33 @@ TEST_CASE("a run checks what each node produced against the graph's metadata") {
   Executable fine = compile(h);
   const Tensor v = random({2});
   CHECK(equal(fine({v})[0], relu(v)));
+}
+
+TEST_CASE("compile(step): a whole step as an executable; its inputs checked; cuda_graph needs CUDA inputs") {
+  const Tensor w = from_vector(std::vector<float>{0.5f, -1.0f, 2.0f});
+  int calls = 0;
+  StepFunction step = [&](const std::vector<Tensor>& in) {
+    ++calls;
+    return std::vector<Tensor>{mul(in[0], w).sum()};
+  };
+  const Tensor x = from_vector(std::vector<float>{1.0f, 2.0f, 3.0f});
+  Executable run = compile(step, {x});
+  CHECK(run({x})[0].item<float>() == 4.5f);
+  CHECK(run({from_vector(std::vector<float>{2.0f, 0.0f, 1.0f})})[0].item<float>() == 3.0f);
+  CHECK(calls == 2);
+  CHECK(run.graph().inputs().size() == 1);
+  CHECK(run.static_inputs() == nullptr);
+  CHECK(run.cuda_graph() == nullptr);
+  CHECK_THROWS_WITH_AS(run({from_vector(std::vector<float>{1.0f, 2.0f})}),
+                       doctest::Contains("graph::Executable: input 0"), Error);
+  CHECK_THROWS_WITH_AS(run({x, x}), doctest::Contains("graph::Executable"), Error);
+  CHECK(calls == 2);  // refused calls never reach the step
+  CHECK_THROWS_WITH_AS(compile(StepFunction(), {x}), doctest::Contains("graph::compile: the step function is empty"),
+                       Error);
+  CHECK_THROWS_WITH_AS(compile(step, {Tensor()}), doctest::Contains("graph::compile: example input 0 is undefined"),
+                       Error);
+  CHECK_THROWS_WITH_AS(compile(step, {x}, {.cuda_graph = true}),
+                       doctest::Contains("graph::compile(step): cuda_graph = true needs every input on one CUDA device; "
+                                         "input 0 is on cpu"),
+                       Error);
 }
