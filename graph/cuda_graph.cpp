@@ -64,10 +64,23 @@ void CudaGraph::capture_begin() {
   CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream_), ready, 0));
   CUDA_CHECK(cudaEventDestroy(ready));
 
+  // Each step undone if a later one throws (another capture already under way on this thread
+  // or drawing from the generator), so a refused capture_begin changes nothing.
   alloc.begin_allocate_to_pool(pool_, stream_.id());
+  try {
+    default_generator().begin_graph_capture(static_cast<const uint64_t*>(philox_state_.get()));
+  } catch (...) {
+    alloc.end_allocate_to_pool(pool_);
+    throw;
+  }
+  try {
+    cuda::detail::begin_capture_updates();
+  } catch (...) {
+    (void)default_generator().end_graph_capture();
+    alloc.end_allocate_to_pool(pool_);
+    throw;
+  }
   cuda::set_current_stream(stream_);
-  default_generator().begin_graph_capture(static_cast<const uint64_t*>(philox_state_.get()));
-  cuda::detail::begin_capture_updates();
   capturing_ = true;
   const cudaError_t status = cudaStreamBeginCapture(as_stream(stream_), cudaStreamCaptureModeRelaxed);
   if (status != cudaSuccess) {

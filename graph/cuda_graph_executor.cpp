@@ -54,6 +54,9 @@ class CudaGraphExecutor final : public ExecutorImpl {
       return out;
     }
     if (!graph_.captured()) {
+      // (Again after a failed capture: the buffers are made anew.)
+      static_inputs_.clear();
+      static_outputs_.clear();
       static_inputs_.reserve(inputs.size());
       for (const Tensor& t : inputs) static_inputs_.push_back(t.clone());  // contiguous, caller's stream
       graph_.capture([&] { static_outputs_ = fn_(static_inputs_); });

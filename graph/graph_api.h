@@ -4,6 +4,7 @@
 
 #include "capture.h"
 #include "compile.h"
+#include "cuda_graph.h"
 #include "graph.h"
 #include "passes/dead_code.h"
 #include "passes/fuse_linear_gelu.h"

@@ -12,6 +12,10 @@
 #include "cuda/cuda_testing.h"
 #include "cuda/profiler_testing.h"
 #include "graph/cuda_graph.h"
+#include "graph/graph_api.h"
+#include "nn/nn.h"
+#include "optim/adam.h"
+#include "optim/lr_scheduler.h"
 #include "profiler/profiler.h"
 #include "testing.h"
 
@@ -128,13 +132,6 @@ TEST_CASE("the profiler shows a replay as one cudaGraphLaunch row with the graph
   CHECK(launch->cuda_time_total_ns == kernel_ns);
 }
 
-#endif  // KILN_WITH_CUDA
-
-#ifdef KILN_WITH_CUDA
-#include "nn/nn.h"
-#include "optim/adam.h"
-#include "optim/lr_scheduler.h"
-#include "optim/sgd.h"
 
 TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bit for bit as eager steps") {
   constexpr int kSteps = 6;
@@ -210,5 +207,55 @@ TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bi
   CHECK(opt.state(0).step == kSteps);
   CHECK(opt.lr(0) == sched.get_last_lr()[0]);
   CHECK(opt.lr(0) < 1e-2);  // the schedule moved the rate between replays
+}
+TEST_CASE("a second capture on the same thread is refused and changes nothing; the first goes on") {
+  const Tensor x = randn({256}, TensorOptions().device(kGpu));
+  graph::CudaGraph outer(kGpu), inner(kGpu);
+  {
+    cuda::StreamGuard warm(outer.capture_stream());
+    (void)(x * 3.0);
+  }
+  Tensor out;
+  outer.capture([&] {
+    CHECK_THROWS_WITH_AS(inner.capture_begin(), doctest::Contains("a CUDA graph capture is already drawing from this generator"),
+                         Error);
+    CHECK_FALSE(inner.capturing());
+    CHECK(cuda::current_stream(kGpu) == outer.capture_stream());
+    out = x * 3.0;
+  });
+  outer.replay();
+  CHECK(equal(out, x * 3.0));
+  // The refused graph can still capture later.
+  Tensor inner_out;
+  {
+    cuda::StreamGuard warm(inner.capture_stream());
+    (void)(x + 1.0);
+  }
+  inner.capture([&] { inner_out = x + 1.0; });
+  inner.replay();
+  CHECK(equal(inner_out, x + 1.0));
+}
+
+TEST_CASE("compile(step) with cuda_graph: a failed capture is refused cleanly and the next call captures") {
+  const Tensor w = randn({8}, TensorOptions().device(kGpu));
+  bool read_host = true;
+  graph::Executable step = graph::compile(
+      [&](const std::vector<Tensor>& in) {
+        Tensor y = (in[0] * w).sum();
+        if (read_host) (void)y.item<float>();  // a host read: legal eagerly, fatal to a capture
+        return std::vector<Tensor>{y};
+      },
+      {randn({8}, TensorOptions().device(kGpu))}, {.cuda_graph = true});
+  const Tensor a = randn({8}, TensorOptions().device(kGpu)), b = randn({8}, TensorOptions().device(kGpu));
+  CHECK(equal(step({a})[0], (a * w).sum()));  // the warm-up call runs eagerly
+  CHECK_THROWS_WITH_AS(step({a}), doctest::Contains("CUDA"), Error);
+  CHECK(step.cuda_graph() != nullptr);
+  CHECK_FALSE(step.cuda_graph()->captured());
+  read_host = false;
+  CHECK(equal(step({b})[0], (b * w).sum()));  // captured now, and replayed
+  CHECK(step.cuda_graph()->captured());
+  REQUIRE(step.static_inputs() != nullptr);
+  CHECK(step.static_inputs()->size() == 1);
+  CHECK(equal(step({a})[0], (a * w).sum()));
 }
 #endif  // KILN_WITH_CUDA
