@@ -88,8 +88,8 @@ void* next_updatable_node(const void* func, void** exec) {
   UpdateProgram* p = t.updating;
   KILN_INTERNAL_ASSERT(p != nullptr, "next_updatable_node outside an update pass");
   KILN_CHECK(t.next < p->nodes.size() && p->funcs[t.next] == func,
-             "CudaGraph::replay: this step launches a kernel the captured step did not (launch {} of {}); a step captured "
-             "in a CUDA graph must launch the same kernels every time",
+             "CudaGraph::replay: this step launches a kernel the captured step did not (launch {} of {}); a step "
+             "captured in a CUDA graph must launch the same kernels every time",
              t.next + 1, p->nodes.size());
   *exec = t.exec;
   return p->nodes[t.next++];

@@ -53,7 +53,8 @@ Args parse(int argc, char** argv) {
     };
     if (arg == "--device") {
       a.device = value();
-      if (a.device != "cpu" && a.device != "cuda") usage_error("--device must be cpu or cuda, got \"" + a.device + "\"");
+      if (a.device != "cpu" && a.device != "cuda")
+        usage_error("--device must be cpu or cuda, got \"" + a.device + "\"");
     } else if (arg == "--dtype") {
       const std::string d = value();
       if (d == "all") {
@@ -67,7 +68,8 @@ Args parse(int argc, char** argv) {
       const std::string b = value();
       char* end = nullptr;
       const long long n = std::strtoll(b.c_str(), &end, 10);
-      if (end == b.c_str() || *end != '\0' || n <= 0) usage_error("--batch must be a positive integer, got \"" + b + "\"");
+      if (end == b.c_str() || *end != '\0' || n <= 0)
+        usage_error("--batch must be a positive integer, got \"" + b + "\"");
       a.batches.push_back(n);
     } else if (arg == "--iterations") {
       const std::string n = value();
@@ -207,7 +209,8 @@ int main(int argc, char** argv) {
         const double tol = dtype == kBFloat16 ? 2e-2 : dt == "tf32" ? 5e-3 : 1e-5;
         auto check = [&](const std::string& what, const Tensor& out) {
           const double err = rel_error(out, eager_out);
-          std::cout << "  " << what << " vs eager: rel. error " << err << (err <= tol ? "" : "  ** TOO LARGE **") << "\n";
+          std::cout << "  " << what << " vs eager: rel. error " << err << (err <= tol ? "" : "  ** TOO LARGE **")
+                    << "\n";
           if (!(err <= tol)) throw Error(fmt::format("fused_mlp: {} differs from eager by {} (> {})", what, err, tol));
         };
         std::cout << "[" << dt << ", batch " << batch << "]\n";

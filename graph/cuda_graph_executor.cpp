@@ -103,7 +103,8 @@ std::unique_ptr<ExecutorImpl> make_cuda_graph_executor(const Graph& graph, const
       /*no_grad=*/true);
 }
 
-std::unique_ptr<ExecutorImpl> make_cuda_graph_step_executor(StepFunction step, const std::vector<Tensor>& example_inputs,
+std::unique_ptr<ExecutorImpl> make_cuda_graph_step_executor(StepFunction step,
+                                                            const std::vector<Tensor>& example_inputs,
                                                             const CompileOptions& options) {
   std::vector<Device> devices;
   for (const Tensor& t : example_inputs) devices.push_back(t.device());

@@ -33,7 +33,8 @@ std::unique_ptr<ExecutorImpl> make_interpreter(const Graph& graph, const Compile
 /// The CUDA Graph executor over `graph` (graph/cuda_graph_executor.cpp).
 std::unique_ptr<ExecutorImpl> make_cuda_graph_executor(const Graph& graph, const CompileOptions& options);
 /// The CUDA Graph executor over a whole step (graph/cuda_graph_executor.cpp).
-std::unique_ptr<ExecutorImpl> make_cuda_graph_step_executor(StepFunction step, const std::vector<Tensor>& example_inputs,
+std::unique_ptr<ExecutorImpl> make_cuda_graph_step_executor(StepFunction step,
+                                                            const std::vector<Tensor>& example_inputs,
                                                             const CompileOptions& options);
 
 /// Throws kiln::Error unless `inputs` match the graph's inputs in number, shape, dtype and

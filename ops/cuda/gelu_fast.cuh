@@ -2,8 +2,8 @@
 // with an erfc fit on the hardware's approximate exp2 and reciprocal, for speed (the why, its
 // accuracy and the check over all 65536 bfloat16 inputs are in ops/unary_cuda.cu's comment).
 // Shared by the unary gelu kernel, fused_linear_gelu's epilogue and the sm_90a linear+GELU
-// kernel's epilogue (sm90_epilogue.cuh), so a fused 16-bit GELU rounds exactly as the unfused one. Device code only; float32/float64 keep unary_math.h's
-// exact formula.
+// kernel's epilogue (sm90_epilogue.cuh), so a fused 16-bit GELU rounds exactly as the unfused
+// one. Device code only; float32/float64 keep unary_math.h's exact formula.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -140,7 +140,8 @@ TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bi
   for (int i = 0; i < kSteps; ++i) {
     xs.push_back(randn({16, 32}, TensorOptions().device(kGpu)));
     std::vector<int64_t> labels(16);
-    for (size_t k = 0; k < labels.size(); ++k) labels[k] = static_cast<int64_t>((k * 7 + static_cast<size_t>(i) * 3) % 10);
+    for (size_t k = 0; k < labels.size(); ++k)
+      labels[k] = static_cast<int64_t>((k * 7 + static_cast<size_t>(i) * 3) % 10);
     ys.push_back(from_vector(labels, {16}).to(kGpu));
   }
   // Eager reference.
@@ -217,8 +218,8 @@ TEST_CASE("a second capture on the same thread is refused and changes nothing; t
   }
   Tensor out;
   outer.capture([&] {
-    CHECK_THROWS_WITH_AS(inner.capture_begin(), doctest::Contains("a CUDA graph capture is already drawing from this generator"),
-                         Error);
+    CHECK_THROWS_WITH_AS(inner.capture_begin(),
+                         doctest::Contains("a CUDA graph capture is already drawing from this generator"), Error);
     CHECK_FALSE(inner.capturing());
     CHECK(cuda::current_stream(kGpu) == outer.capture_stream());
     out = x * 3.0;
