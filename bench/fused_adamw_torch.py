@@ -9,29 +9,11 @@ synchronize.
 
     python3 bench/fused_adamw_torch.py
 """
-import statistics
 import time
 
 import torch
 
-
-def median_gpu_us(f, iters=20, repeats=9, warmup=5):
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    props = torch.cuda.get_device_properties(0)
-    cycles = int(5e-3 * props.clock_rate * 1e3) if hasattr(props, "clock_rate") else int(1e7)
-    per_call = []
-    for _ in range(repeats):
-        torch.cuda._sleep(cycles)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            f()
-        stop.record()
-        stop.synchronize()
-        per_call.append(1e3 * start.elapsed_time(stop) / iters)
-    return statistics.median(per_call)
+from torch_timing import device_ms_per_call
 
 
 def wall_us(f, steps=200):
@@ -66,7 +48,7 @@ def main():
         for c, p in zip(copies, params):
             c.grad = p.grad.clone()
         opt = torch.optim.AdamW(copies, lr=1e-3, weight_decay=1e-2, **kwargs)
-        gpu_us = median_gpu_us(opt.step)
+        gpu_us = 1e3 * device_ms_per_call(opt.step, iters=20, warmup=5)
         host_us = wall_us(opt.step)
         print(f"{name:<28} {gpu_us:10.1f} {nbytes / gpu_us / 1e3:10.0f} {host_us:10.1f}")
         print(f"RESULT fused_adamw_{name}_gpu_us {gpu_us:.2f}")

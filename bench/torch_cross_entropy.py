@@ -19,26 +19,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from torch_timing import device_ms_per_call as median_gpu_ms
+
 CASES = ((256, 10), (4096, 1000), (32768, 32000))
-
-
-def median_gpu_ms(f, iters, repeats=9, warmup=3):
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    props = torch.cuda.get_device_properties(0)
-    cycles = int(5e-3 * props.clock_rate * 1e3) if hasattr(props, "clock_rate") else int(1e7)
-    per_call = []
-    for _ in range(repeats):
-        torch.cuda._sleep(cycles)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            f()
-        stop.record()
-        stop.synchronize()
-        per_call.append(start.elapsed_time(stop) / iters)
-    return statistics.median(per_call)
 
 
 def median_host_us(variants, calls, rounds=51):

@@ -5,28 +5,9 @@ a ~5 ms spin kernel (torch.cuda._sleep) lets the host queue the calls, CUDA even
 
     python3 bench/torch_cuda_ops.py
 """
-import statistics
-
 import torch
 
-
-def median_gpu_ms(f, iters=20, repeats=9, warmup=3):
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    cycles = int(5e-3 * torch.cuda.get_device_properties(0).clock_rate * 1e3) if hasattr(
-        torch.cuda.get_device_properties(0), "clock_rate") else int(1e7)
-    per_call = []
-    for _ in range(repeats):
-        torch.cuda._sleep(cycles)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            f()
-        stop.record()
-        stop.synchronize()
-        per_call.append(start.elapsed_time(stop) / iters)
-    return statistics.median(per_call)
+from torch_timing import device_ms_per_call as median_gpu_ms
 
 
 def bandwidth():

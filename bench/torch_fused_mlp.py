@@ -5,7 +5,7 @@ way in the same run: CUDA events around each call, 20 warm-up calls, median of 2
 Rows (fp32, TF32, bf16):
   linear+GELU at (M, K, N) = (64,1024,4096), (4096,1024,4096), (8192,4096,16384), timed as
   bench/fused_linear_gelu.cpp times them (device time per call: one pass over the weight sets
-  queued behind a ~1 ms spin kernel, median of 51 passes; at least 4 weight sets and enough to
+  queued behind a ~5 ms spin kernel (bench/torch_timing.py), median of 51 passes; at least 4 weight sets and enough to
   fill twice the L2, so no call finds its weight in L2): linear alone, linear then gelu (exact),
   torch._addmm_activation(use_gelu=True) (cuBLASLt's GELU epilogue: tanh GELU);
   the MLP block 1024 -> 4096 (GELU) -> 1024 at batch 64 and 4096: eager, a
@@ -19,6 +19,8 @@ import statistics
 
 import torch
 import torch.nn.functional as F
+
+from torch_timing import device_ms_per_call
 
 SHAPES = ((64, 1024, 4096), (4096, 1024, 4096), (8192, 4096, 16384))
 BATCHES = (64, 4096)
@@ -36,23 +38,6 @@ def median_us(fn, warmup=20, iters=200):
         ends[i].record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
-
-
-def device_us_per_call(fn, calls, repeats=51):
-    fn()
-    torch.cuda.synchronize()
-    cycles = 1_000_000  # ~0.5-1 ms at the H200's clocks: the queue fills before the GPU gets there
-    times = []
-    for _ in range(repeats):
-        torch.cuda._sleep(cycles)
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1000.0 / calls)
-    return statistics.median(times)
 
 
 def set_precision(name):
@@ -96,7 +81,7 @@ def main():
                 return torch._addmm_activation(b, x, w.t(), use_gelu=True)
 
             for name, fn in (("linear", lin), ("linear+gelu", lin_gelu), ("_addmm_activation(tanh)", addmm_act)):
-                us = device_us_per_call(fn, sets)
+                us = 1e3 * device_ms_per_call(fn, sets, repeats=51, warmup=1)
                 rows.append(("linear_gelu", prec, f"{m}x{k}x{n}", name, us, 2.0 * m * n * k / us / 1e6))
             del x, ws, bs
         for batch in BATCHES:
