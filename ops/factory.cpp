@@ -48,7 +48,7 @@ void fill_random(const char* op, Tensor& t, RandomDist dist, double a, double b)
   const int per_block = philox::per_block(static_cast<int>(t.element_size()));
   const uint64_t blocks = (static_cast<uint64_t>(t.numel()) + per_block - 1) / per_block;
   const PhiloxState state = default_generator().reserve(blocks);
-  dispatch::random_kernels.get(op, t.device())(dist, target, a, b, state);
+  dispatch::random_kernels.get(op, t.device())(dist, target, a, b, default_generator().for_kernel(state));
   if (!target.is_same(t)) t.copy_(target);
 }
 

@@ -24,7 +24,7 @@ uint64_t Generator::offset() const {
 PhiloxState Generator::reserve(uint64_t blocks) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (capture_state_ != nullptr) {
-    PhiloxState state{seed_, capture_offset_, capture_state_};
+    PhiloxState state{seed_, capture_offset_};  // for_kernel() adds the device state
     capture_offset_ += blocks;
     return state;
   }

@@ -4,8 +4,9 @@
 //
 // CUDA Graphs (Note [Random numbers in a CUDA graph]): a captured kernel's arguments are
 // frozen, yet each replay must draw new numbers. While a graph is captured, reserve() hands
-// out offsets relative to the capture's start and tags them with a device pointer to
-// {seed, base offset}; the kernels add the base they read there. Before each replay the graph
+// out offsets relative to the capture's start, and for_kernel() — which every random op
+// applies to the state it launches with — tags them with a device pointer to {seed, base
+// offset}; the kernels add the base they read there. Before each replay the graph
 // reserves as many blocks as the capture consumed and writes {seed, first block} to that
 // pointer, so a replay draws exactly what the same ops would have drawn eagerly (PyTorch's
 // graph-safe generator does the same with its seed/offset tensors).
@@ -43,8 +44,8 @@ class Generator {
   PhiloxState reserve(uint64_t blocks);
 
   /// Starts a CUDA graph capture: until end_graph_capture(), reserve() returns offsets
-  /// counted from 0 and tagged with `device_state` (see the file comment). Throws when a
-  /// capture is already under way.
+  /// counted from 0 and for_kernel() tags states with `device_state` (see the file
+  /// comment). Throws when a capture is already under way.
   void begin_graph_capture(const uint64_t* device_state);
   /// Ends the capture; returns the blocks it consumed (each replay reserves that many).
   uint64_t end_graph_capture();

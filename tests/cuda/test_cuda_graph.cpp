@@ -133,6 +133,34 @@ TEST_CASE("the profiler shows a replay as one cudaGraphLaunch row with the graph
 }
 
 
+namespace {
+
+// The model, optimizer and schedule of a training run, made from the same seeds each time,
+// and one training step: forward (dropout included), loss, backward, AdamW, scheduler.
+struct Trainer {
+  static nn::MLP make_model() {
+    manual_seed(7);
+    nn::MLP model({.sizes = {32, 64, 64, 10}, .activation = nn::Activation::GELU, .dropout = 0.1});
+    model.to(kGpu);
+    return model;
+  }
+  nn::MLP model = make_model();
+  optim::AdamW opt{model.parameters(), {.lr = 1e-2, .weight_decay = 0.05}};
+  optim::CosineAnnealingLR sched{opt, 8};
+
+  Trainer() { manual_seed(99); }  // the dropout masks' seed
+  Tensor step(const Tensor& x, const Tensor& y) {
+    opt.zero_grad();
+    Tensor loss = cross_entropy(model(x), y);
+    loss.backward();
+    opt.step();
+    sched.step();
+    return loss;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bit for bit as eager steps") {
   constexpr int kSteps = 6;
   std::vector<Tensor> xs, ys;
@@ -148,47 +176,22 @@ TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bi
   std::vector<Tensor> eager_losses;
   std::vector<Tensor> eager_params;
   {
-    manual_seed(7);
-    nn::MLP model({.sizes = {32, 64, 64, 10}, .activation = nn::Activation::GELU, .dropout = 0.1});
-    model.to(kGpu);
-    optim::AdamW opt(model.parameters(), {.lr = 1e-2, .weight_decay = 0.05});
-    optim::CosineAnnealingLR sched(opt, 8);
-    manual_seed(99);
-    for (int i = 0; i < kSteps; ++i) {
-      opt.zero_grad();
-      Tensor loss = cross_entropy(model(xs[i]), ys[i]);
-      loss.backward();
-      opt.step();
-      sched.step();
-      eager_losses.push_back(loss.detach().clone());
-    }
-    for (const Tensor& p : model.parameters()) eager_params.push_back(p.detach().clone());
+    Trainer eager;
+    for (int i = 0; i < kSteps; ++i) eager_losses.push_back(eager.step(xs[i], ys[i]).detach().clone());
+    for (const Tensor& p : eager.model.parameters()) eager_params.push_back(p.detach().clone());
   }
   // Step 0 eager on the capture stream (warm-up: optimizer state, plans), step 1 captured,
   // steps 1.. replayed with the static inputs refilled.
-  manual_seed(7);
-  nn::MLP model({.sizes = {32, 64, 64, 10}, .activation = nn::Activation::GELU, .dropout = 0.1});
-  model.to(kGpu);
-  optim::AdamW opt(model.parameters(), {.lr = 1e-2, .weight_decay = 0.05});
-  optim::CosineAnnealingLR sched(opt, 8);
-  manual_seed(99);
-  auto step = [&](const Tensor& x, const Tensor& y) {
-    opt.zero_grad();
-    Tensor loss = cross_entropy(model(x), y);
-    loss.backward();
-    opt.step();
-    sched.step();
-    return loss;
-  };
+  Trainer t;
   graph::CudaGraph g(kGpu);
   std::vector<Tensor> losses;
   {
     cuda::StreamGuard warm(g.capture_stream());
-    losses.push_back(step(xs[0], ys[0]).detach().clone());
+    losses.push_back(t.step(xs[0], ys[0]).detach().clone());
     g.capture_stream().synchronize();
   }
   Tensor static_x = xs[1].clone(), static_y = ys[1].clone(), static_loss;
-  g.capture([&] { static_loss = step(static_x, static_y); });
+  g.capture([&] { static_loss = t.step(static_x, static_y); });
   for (int i = 1; i < kSteps; ++i) {
     static_x.copy_(xs[i]);
     static_y.copy_(ys[i]);
@@ -199,16 +202,17 @@ TEST_CASE("a captured training step (dropout, AdamW, cosine schedule) replays bi
     INFO("step " << i);
     CHECK(equal(losses[i], eager_losses[i]));
   }
-  const std::vector<Tensor> params = model.parameters();
+  const std::vector<Tensor> params = t.model.parameters();
   REQUIRE(params.size() == eager_params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     INFO("parameter " << i);
     CHECK(equal(params[i], eager_params[i]));
   }
-  CHECK(opt.state(0).step == kSteps);
-  CHECK(opt.lr(0) == sched.get_last_lr()[0]);
-  CHECK(opt.lr(0) < 1e-2);  // the schedule moved the rate between replays
+  CHECK(t.opt.state(0).step == kSteps);
+  CHECK(t.opt.lr(0) == t.sched.get_last_lr()[0]);
+  CHECK(t.opt.lr(0) < 1e-2);  // the schedule moved the rate between replays
 }
+
 TEST_CASE("a second capture on the same thread is refused and changes nothing; the first goes on") {
   const Tensor x = randn({256}, TensorOptions().device(kGpu));
   graph::CudaGraph outer(kGpu), inner(kGpu);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "ops/kernels.h"
+#include "tensor/generator.h"
 #include "tensor/philox.h"
 #include "testing.h"
 
@@ -325,4 +327,34 @@ TEST_CASE("uniform_ and normal_ on a strided view touch only the view's elements
     }
     CHECK(changed == 12);
   }
+}
+
+TEST_CASE("Generator during a CUDA graph capture: relative offsets, tagged for kernels, counted, one capture at a time") {
+  Generator gen(42);
+  (void)gen.reserve(10);
+  const uint64_t device_state[2] = {0, 0};  // stands for the graph's device memory (never read here)
+  CHECK_THROWS_WITH_AS(gen.begin_graph_capture(nullptr),
+                       doctest::Contains("Generator::begin_graph_capture: the device state pointer is null"), Error);
+  gen.begin_graph_capture(device_state);
+  CHECK_THROWS_WITH_AS(gen.begin_graph_capture(device_state),
+                       doctest::Contains("a CUDA graph capture is already drawing from this generator"), Error);
+  const PhiloxState a = gen.reserve(3), b = gen.reserve(5);
+  CHECK(a.first_block == 0);  // relative to the capture's start
+  CHECK(b.first_block == 3);
+  CHECK(a.graph_state == nullptr);
+  CHECK(gen.for_kernel(b).graph_state == device_state);
+  CHECK(gen.for_kernel(b).first_block == 3);
+  CHECK(gen.offset() == 10);  // capturing draws nothing from the stream
+  CHECK(gen.end_graph_capture() == 8);
+  CHECK(gen.for_kernel(b).graph_state == nullptr);
+  const PhiloxState c = gen.reserve(2);
+  CHECK(c.first_block == 10);
+  CHECK(c.seed == 42);
+  // A CPU kernel refuses a state meant for a graph.
+  gen.begin_graph_capture(device_state);
+  Tensor t = empty({4});
+  const PhiloxState tagged = gen.for_kernel(gen.reserve(1));
+  CHECK_THROWS_WITH_AS(dispatch::random_kernels.get("rand", Device::cpu())(RandomDist::Uniform, t, 0.0, 1.0, tagged),
+                       doctest::Contains("random: a CPU tensor cannot be filled inside a CUDA graph capture"), Error);
+  (void)gen.end_graph_capture();
 }
