@@ -89,6 +89,19 @@ void wait_for(const Stream& stream) {
   cuda::check_device_error(stream.device().index());
 }
 
+// A blocking copy or host read cannot be part of a CUDA graph: refused with a clear error
+// before anything is queued, so the capture stays valid for its owner to end cleanly (the CUDA
+// call itself would fail with "operation not permitted when stream is capturing" and
+// invalidate the capture).
+void refuse_while_capturing(const Stream& stream, const char* what) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(as_cuda(stream), &status));
+  KILN_CHECK(status == cudaStreamCaptureStatusNone,
+             "{}: cannot wait for a GPU tensor on the host while a CUDA graph is being captured on its stream "
+             "(a captured graph replays device work only; keep the value on the device, or read it after the capture)",
+             what);
+}
+
 // Keeps the pinned-cache block behind `t` out of reuse until `stream` has run the work
 // queued so far (a copy reading or writing it). Memory Kiln does not own is the caller's.
 void keep_until_done(const Tensor& t, const Stream& stream) {
@@ -102,6 +115,7 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   const Stream stream = cuda::current_stream(dst.device());
   cuda::DeviceGuard guard(dst.device().index());
   const size_t bytes = dst.nbytes();
+  if (!non_blocking || !src.is_pinned()) refuse_while_capturing(stream, "copy_ (host to device)");
   if (src.is_contiguous() && src.dtype() == dst.dtype() && src.is_pinned()) {
     CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyHostToDevice, as_cuda(stream)));
     if (non_blocking)
@@ -138,8 +152,9 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
 // dst (contiguous, on the CPU) <- src (on a GPU, dst's shape, any layout and dtype).
 void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   // Converted and made dense on the GPU, on the stream the copy then runs on.
-  const Tensor dense = src.to(dst.dtype()).contiguous();
   const Stream stream = cuda::current_stream(src.device());
+  if (!non_blocking || !dst.is_pinned()) refuse_while_capturing(stream, "copy_ (device to host)");
+  const Tensor dense = src.to(dst.dtype()).contiguous();
   cuda::DeviceGuard guard(src.device().index());
   CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), dense.data_ptr(), dst.nbytes(), cudaMemcpyDeviceToHost, as_cuda(stream)));
   // Into pageable memory the call itself returns only once the copy is done.
@@ -218,6 +233,7 @@ void read_element(const Tensor& t, void* out) {
   }
 #ifdef KILN_WITH_CUDA
   const Stream stream = cuda::current_stream(t.device());
+  refuse_while_capturing(stream, "item");
   cuda::DeviceGuard guard(t.device().index());
   CUDA_CHECK(cudaMemcpyAsync(out, t.data_ptr(), bytes, cudaMemcpyDeviceToHost, as_cuda(stream)));
   wait_for(stream);
