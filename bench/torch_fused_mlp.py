@@ -11,8 +11,13 @@ Rows (fp32, TF32, bf16):
   the MLP block 1024 -> 4096 (GELU) -> 1024 at batch 64 and 4096: eager, a
   torch.cuda.CUDAGraph replay (the input copied into the static buffer first, as Kiln's
   executable does), and with --compile torch.compile (default and max-autotune).
+With --compile the linear+GELU rows also get torch.compile'd F.gelu(F.linear(x, w, b)) per mode;
+there "max-autotune" runs as "max-autotune-no-cudagraphs", since the rotated weights are graph
+inputs whose addresses change every call (a CUDA graph would copy each into a static buffer);
+the MLP block's weights are parameters, so its max-autotune row keeps CUDA graphs.
 
-    python3 bench/torch_fused_mlp.py [--compile [--compile-modes default,max-autotune]] [--csv]
+    python3 bench/torch_fused_mlp.py [--compile [--compile-modes default,max-autotune]]
+                                     [--precisions float32,tf32,bfloat16] [--csv]
 """
 import argparse
 import statistics
@@ -49,12 +54,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--compile-modes", default="default,max-autotune")
+    ap.add_argument("--precisions", default="float32,tf32,bfloat16")
     ap.add_argument("--csv", action="store_true")
     args = ap.parse_args()
     dev = torch.device("cuda")
     rows = []
     torch.manual_seed(0)
-    for prec in ("float32", "tf32", "bfloat16"):
+    for prec in args.precisions.split(","):
         dtype = set_precision(prec)
         for (m, k, n) in SHAPES:
             x = torch.randn(m, k, device=dev, dtype=dtype)
@@ -80,8 +86,20 @@ def main():
                 w, b = nxt()
                 return torch._addmm_activation(b, x, w.t(), use_gelu=True)
 
-            for name, fn in (("linear", lin), ("linear+gelu", lin_gelu), ("_addmm_activation(tanh)", addmm_act)):
-                us = 1e3 * device_ms_per_call(fn, sets, repeats=51, warmup=1)
+            variants = [("linear", lin), ("linear+gelu", lin_gelu), ("_addmm_activation(tanh)", addmm_act)]
+            if args.compile:
+                for mode in args.compile_modes.split(","):
+                    torch._dynamo.reset()
+                    inductor_mode = "max-autotune-no-cudagraphs" if mode == "max-autotune" else mode
+                    cf = torch.compile(lambda x_, w_, b_: F.gelu(F.linear(x_, w_, b_)), mode=inductor_mode)
+
+                    def compiled(cf=cf):
+                        w, b = nxt()
+                        return cf(x, w, b)
+
+                    variants.append((f"compile {inductor_mode}", compiled))
+            for name, fn in variants:
+                us = 1e3 * device_ms_per_call(fn, sets, repeats=51, warmup=3)
                 rows.append(("linear_gelu", prec, f"{m}x{k}x{n}", name, us, 2.0 * m * n * k / us / 1e6))
             del x, ws, bs
         for batch in BATCHES:

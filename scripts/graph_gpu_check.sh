@@ -34,7 +34,9 @@ PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_fused_mlp.py ${TORCH_COMPILE:
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
 if [ -n "$torch_prefix" ] && cmake --install $B --prefix "$PWD/$B/install" > "$OUT/libtorch.log" 2>&1 &&
    cmake -S bench/libtorch -B $B-libtorch -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix;$PWD/$B/install" >> "$OUT/libtorch.log" 2>&1 &&
-   timeout 200 cmake --build $B-libtorch -j 16 --target side_by_side_train_step >> "$OUT/libtorch.log" 2>&1; then
+   timeout 200 cmake --build $B-libtorch -j 16 --target side_by_side_train_step side_by_side_fused_mlp >> "$OUT/libtorch.log" 2>&1; then
+  timeout 200 $B-libtorch/side_by_side_fused_mlp --dtype all >> "$OUT/bench.txt" 2>&1
+  say "side_by_side_fused_mlp rc=$?"; grep -A8 '^dtype' "$OUT/bench.txt" | tail -9 >> "$S"
   for batch in 64 256; do
     timeout 60 $B-libtorch/side_by_side_train_step --batch $batch --rounds 9 >> "$OUT/bench.txt" 2>&1
     say "train step batch $batch: $(grep -E 'RESULT' "$OUT/bench.txt" | tail -5 | tr '\n' ' ')"
