@@ -75,6 +75,7 @@ struct DeviceFacts {
   bool ready = false;     ///< the kernels run here
   bool clusters = false;  ///< thread-block clusters (compute capability 9.0 and newer)
   int sms = 0;
+  int max_smem = 0;  ///< dynamic shared memory a block may opt in to
 };
 
 /// The facts of `device`, and every kernel's shared-memory limit raised there (once).
@@ -83,10 +84,12 @@ const DeviceFacts& device_facts(int device) {
   static std::array<std::once_flag, kMaxDevices> once;
   std::call_once(once[static_cast<size_t>(device)], [device] {
     DeviceFacts& f = facts[static_cast<size_t>(device)];
-    int major = 0, sms = 0;
+    int major = 0, sms = 0, max_smem = 0;
     cudaFuncAttributes attributes{};
     const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
                     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+                        cudaSuccess &&
                     major >= 8 &&
                     cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, 64, 64>) == cudaSuccess;
     (void)cudaGetLastError();  // a missing image leaves its error behind
@@ -96,12 +99,14 @@ const DeviceFacts& device_facts(int device) {
         for (int bn : {64, 128})
           for (int bm : {64, 128}) {
             const Launch l = pick(t, e, bn, bm);
+            if (l.smem > max_smem) continue;  // (128 x 128 tiles on an sm_80 part): skinny_gemm() refuses it
             if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
               (void)cudaGetLastError();
               return;
             }
           }
     f.sms = sms;
+    f.max_smem = max_smem;
     f.clusters = major >= 9;
     f.ready = true;
   });
@@ -171,10 +176,10 @@ bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
   if (!skinny_gemm_accepts(a) || a.m > skinny::kMaxM) return false;
   const skinny::DeviceFacts* f = skinny::current_facts();
   if (f == nullptr) return false;
-  if (f->clusters) return true;
-  // No split K without clusters: only where the tiles alone fill half the SMs.
   const skinny::Plan p = skinny::plan(a, *f);
-  return p.tiles_n * p.tiles_m * 2 >= f->sms;
+  if (p.launch.smem > f->max_smem) return false;
+  // No split K without clusters: only where the tiles alone fill half the SMs.
+  return f->clusters || p.tiles_n * p.tiles_m * 2 >= f->sms;
 }
 
 void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
@@ -188,6 +193,9 @@ void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(f != nullptr, "skinny_gemm: the current device cannot run the kernel (compute capability below 8.0, "
                            "or this build has no image for it)");
   const skinny::Plan plan = skinny::plan(a, *f);
+  KILN_CHECK(plan.launch.smem <= f->max_smem,
+             "skinny_gemm: the {} x {} tile needs {} bytes of shared memory, the device offers {}", plan.launch.bn,
+             plan.launch.bm, plan.launch.smem, f->max_smem);
   skinny::Params p;
   p.x = a.x;
   p.w = a.w;

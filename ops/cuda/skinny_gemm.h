@@ -60,7 +60,8 @@ bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
 
 /// accepts(), and the current device runs it (compute capability 8.0 or newer, an image of the
 /// kernel in this build) and the size policy says it pays: m <= skinny_gemm_max_m(), and on
-/// GPUs without thread-block clusters enough tiles to fill half the SMs. Touches no stream;
+/// GPUs without thread-block clusters enough tiles to fill half the SMs; the tile's shared memory
+/// within the device's limit. Touches no stream;
 /// per-device facts are cached on first use, so a call made before a CUDA graph capture keeps
 /// runtime queries out of the capture.
 bool skinny_gemm_supported(const SkinnyGemmArgs& args);
