@@ -5,7 +5,7 @@
 //   - "lt+gelu":   that, then Kiln's gelu kernel on its output (the unfused exact GELU);
 //   - "skinny":    the skinny kernel, bias epilogue (what linear runs now);
 //   - "skinny+g":  the skinny kernel with the exact-GELU epilogue (what fused_linear_gelu runs);
-// at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the tile and split-K overrides, the
+// at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the split-K overrides, the
 // M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size policy's
 // threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as two
 // back-to-back kernels each way.
@@ -95,7 +95,7 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 }
 
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
-                   cudaStream_t s, int split_k = 0, int block_n = 0) {
+                   cudaStream_t s, int split_k = 0) {
   SkinnyGemmArgs a;
   a.epilogue = e;
   a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
@@ -104,7 +104,6 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.bias = bias.data_ptr();
   a.out = out.data_ptr(), a.ldo = a.n;
   a.split_k = split_k;
-  a.block_n = block_n;
   skinny_gemm(a, s);
 }
 
@@ -157,13 +156,12 @@ int main(int argc, char** argv) {
       fmt::print("  {:<10} ratios: skinny/lt {:.2f}, skinny+g/(lt+gelu) {:.2f}\n", section, t["skinny"] / t["lt"],
                  t["skinny+g"] / t["lt+gelu"]);
     if (!variants) return;
-    for (int bn : {64, 128})
-      for (int split : {1, 2, 4, 8}) {
-        const double us = time_us(p, [&](const Tensor& w) {
-          skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split, bn);
-        }, s);
-        report(section, fmt::format("skinny bn{} s{}", bn, split), p, us);
-      }
+    for (int split : {1, 2, 4, 8}) {
+      const double us = time_us(p, [&](const Tensor& w) {
+        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split);
+      }, s);
+      report(section, fmt::format("skinny split {}", split), p, us);
+    }
   };
 
   for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}}) {

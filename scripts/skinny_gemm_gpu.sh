@@ -15,7 +15,10 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURE
   cmake --build "$B" -j16 --target test_cuda skinny_gemm fused_mlp >> "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 echo "== built at $(date +%T)"
+nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv,noheader -lms 500 > "$OUT/clocks.txt" 2>&1 &
+smi=$!
 timeout 80 "$B/bench/skinny_gemm" > "$OUT/bench.txt" 2>&1; echo "bench rc $?"
+kill "$smi" 2>/dev/null
 timeout 40 "$B/examples/fused_mlp" --dtype bfloat16 --batch 64 --iterations 200 > "$OUT/mlp.txt" 2>&1
 echo "fused_mlp rc $?"
 timeout 100 "$B/tests/test_cuda" -tc='*skinny*,*fused_linear_gelu*,*linear*,*gemm*' > "$OUT/tests.log" 2>&1

@@ -1,8 +1,8 @@
 // The host side of the skinny GEMM (skinny_gemm.h; the kernel is skinny_gemm_kernel.cuh): what
 // it accepts, the tile and split-K choice, the per-device facts, and the launch.
 //
-// The choice. A CTA takes BN = 64 rows of w (4 warps) by BM = 64 rows of x (128 when m > 64,
-// so m <= 128 reads w once; larger m takes several row tiles). The split along K (the cluster
+// The choice. A CTA takes BN = 64 rows of w by BM rows of x, the smallest of 16, 32, 64, 128
+// that holds m (so m <= 128 reads w once; larger m takes several row tiles of 128). The split along K (the cluster
 // size) is the number of CTAs each tile can have with the tiles still fitting the SMs once,
 // at most 8 (the portable cluster limit) and at most the k blocks: at (m, k, n) = (64, 1024,
 // 4096) 64 tiles x 2, at (64, 4096, 1024) 16 tiles x 8, so 128 CTAs stream w either way. The
@@ -32,6 +32,7 @@ namespace skinny {
 namespace {
 
 constexpr int kMaxDevices = 64;
+constexpr int kBlockN = 64;  // rows of w per CTA (4 warps along them)
 constexpr int64_t kMaxM = 128;  // measured on an H200: docs/notes/skinny_gemm.md
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxRows = int64_t{65535} * 64;  // grid y (row tiles) <= 65535 at BM = 64
@@ -52,23 +53,31 @@ KernelFn kernel_of(SkinnyEpilogue e) {
 /// A tile configuration and its kernel.
 struct Launch {
   KernelFn kernel = nullptr;
-  int bn = 64, bm = 64, threads = 0, smem = 0;
+  int bn = 0, bm = 0, threads = 0, smem = 0;
 };
 
-template <typename T, int BN, int BM>
+template <typename T, int BM>
 Launch launch_of(SkinnyEpilogue e) {
-  return {kernel_of<T, BN, BM>(e), BN, BM, Tile<BN, BM>::kThreads, Tile<BN, BM>::kSmemBytes};
+  return {kernel_of<T, kBlockN, BM>(e), kBlockN, BM, Tile<kBlockN, BM>::kThreads, Tile<kBlockN, BM>::kSmemBytes};
 }
 
-Launch pick(SkinnyType type, SkinnyEpilogue e, int bn, int bm) {
-  const bool bf16 = type == SkinnyType::BFloat16;
-  if (bn == 128) {
-    if (bm == 128) return bf16 ? launch_of<__nv_bfloat16, 128, 128>(e) : launch_of<__half, 128, 128>(e);
-    return bf16 ? launch_of<__nv_bfloat16, 128, 64>(e) : launch_of<__half, 128, 64>(e);
+/// The configuration for `bm` rows of x (16, 32, 64 or 128).
+template <typename T>
+Launch pick_typed(SkinnyEpilogue e, int bm) {
+  switch (bm) {
+    case 16: return launch_of<T, 16>(e);
+    case 32: return launch_of<T, 32>(e);
+    case 64: return launch_of<T, 64>(e);
+    default: return launch_of<T, 128>(e);
   }
-  if (bm == 128) return bf16 ? launch_of<__nv_bfloat16, 64, 128>(e) : launch_of<__half, 64, 128>(e);
-  return bf16 ? launch_of<__nv_bfloat16, 64, 64>(e) : launch_of<__half, 64, 64>(e);
 }
+
+Launch pick(SkinnyType type, SkinnyEpilogue e, int bm) {
+  return type == SkinnyType::BFloat16 ? pick_typed<__nv_bfloat16>(e, bm) : pick_typed<__half>(e, bm);
+}
+
+/// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
+int block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
 /// What one device offers, found once.
 struct DeviceFacts {
@@ -96,15 +105,14 @@ const DeviceFacts& device_facts(int device) {
     if (!ok) return;
     for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
       for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
-        for (int bn : {64, 128})
-          for (int bm : {64, 128}) {
-            const Launch l = pick(t, e, bn, bm);
-            if (l.smem > max_smem) continue;  // (128 x 128 tiles on an sm_80 part): skinny_gemm() refuses it
-            if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
-              (void)cudaGetLastError();
-              return;
-            }
+        for (int bm : {16, 32, 64, 128}) {
+          const Launch l = pick(t, e, bm);
+          if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
+          if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
           }
+        }
     f.sms = sms;
     f.max_smem = max_smem;
     f.clusters = major >= 9;
@@ -135,10 +143,9 @@ struct Plan {
 
 Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
   Plan p;
-  const int bn = a.block_n != 0 ? a.block_n : 64;
-  const int bm = a.m <= 64 ? 64 : 128;
-  p.launch = pick(a.type, a.epilogue, bn, bm);
-  p.tiles_n = (a.n + bn - 1) / bn;
+  const int bm = block_m(a.m);
+  p.launch = pick(a.type, a.epilogue, bm);
+  p.tiles_n = (a.n + kBlockN - 1) / kBlockN;
   p.tiles_m = (a.m + bm - 1) / bm;
   p.k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
   int split = a.split_k;
@@ -168,7 +175,6 @@ bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
   if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || reinterpret_cast<uintptr_t>(a.w) % 16 != 0) return false;
   if (a.pre != nullptr && (a.epilogue == SkinnyEpilogue::Bias || a.ldp < a.n)) return false;
   if (a.split_k < 0 || a.split_k > skinny::kMaxSplit) return false;
-  if (a.block_n != 0 && a.block_n != 64 && a.block_n != 128) return false;
   return true;
 }
 
@@ -185,10 +191,9 @@ bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
 void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(skinny_gemm_accepts(a),
              "skinny_gemm: cannot take m = {}, n = {}, k = {} (ldx {}, ldw {}, ldo {}, ldp {}, pre {}, epilogue {}, "
-             "split_k {}, block_n {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
+             "split_k {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
              "and w, row strides at least the row length, pre only with a GELU epilogue",
-             a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k,
-             a.block_n);
+             a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k);
   const skinny::DeviceFacts* f = skinny::current_facts();
   KILN_CHECK(f != nullptr, "skinny_gemm: the current device cannot run the kernel (compute capability below 8.0, "
                            "or this build has no image for it)");

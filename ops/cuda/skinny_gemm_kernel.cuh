@@ -1,21 +1,23 @@
 // The skinny GEMM kernel (host side and rationale: skinny_gemm.h, skinny_gemm.cu).
 //
-// One CTA computes a BN x BM tile of out^T (BN rows of w, i.e. output columns, by BM rows of
-// x) over its cluster rank's share of K. Its BN / 16 warps each own 16 rows of w: per 16-wide
-// k step a warp loads its w fragment once (ldmatrix.x4) and runs it against every 8-row slice
-// of x (mma.sync m16n8k16, w as A, x as B: the row.col layout both are stored in), so each w
-// element read from device memory is used by exactly one warp, once. w and x reach shared
-// memory through a kStages-deep cp.async ring of 64-wide k blocks (rows of 128 bytes, 16-byte
-// chunks XOR-swizzled by row so ldmatrix and the copies are conflict-free); x rows past M are
-// neither loaded nor multiplied beyond the 16-row slice that holds the last one.
+// One CTA computes a BN x BM tile of out^T (BN = 64 rows of w, i.e. output columns, by BM rows
+// of x, BM in {16, 32, 64, 128} chosen from M so no slice of x is multiplied for nothing but
+// the padding of the last) over its cluster rank's share of K. Its 8 warps are 4 (one per 16
+// rows of w) x 2 (the two halves of each 64-wide k block): per k block a warp first loads all
+// its fragments (ldmatrix.x4: w as the A operand, x as B, the row.col layout both are stored
+// in), so their latencies overlap, then runs its mma.sync m16n8k16 against every 8-row slice
+// of x. Each w element read from device memory is used by exactly one warp, once. w and x
+// reach shared memory through a kStages-deep cp.async ring of 64-wide k blocks (rows of 128
+// bytes, 16-byte chunks XOR-swizzled by row so ldmatrix and the copies are conflict-free); x
+// rows past M are zero-filled, not read.
 //
 // Split K: the CTAs of a cluster (along grid x) take consecutive shares of the k blocks; each
-// parks its fp32 partial tile in its own shared memory, the cluster synchronises, and each CTA
-// reduces a slice of the tile by reading every rank's partial through distributed shared
-// memory in rank order (so the sum, and the result, does not depend on which CTA does it),
-// adds the bias, rounds h, applies the epilogue and stores; a second cluster barrier keeps
-// every CTA's shared memory alive until the others have read it. Without a cluster (split 1,
-// or a GPU before sm_90) the same code reads its own tile.
+// parks its two fp32 partial tiles (one per k half) in its own shared memory, the cluster
+// synchronises, and each CTA reduces a slice of the tile by reading every rank's partials
+// through distributed shared memory in a fixed order (so the sum, and the result, does not
+// depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores; a
+// second cluster barrier keeps every CTA's shared memory alive until the others have read it.
+// Without a cluster (split 1, or a GPU before sm_90) the same code reads its own tiles.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -59,12 +61,15 @@ struct Params {
 template <int BN, int BM>
 struct Tile {
   static_assert(BN % 16 == 0 && BM % 16 == 0, "tiles are whole mma fragments");
-  static constexpr int kWarps = BN / 16;
+  static constexpr int kWarpsN = BN / 16;  ///< warps along w's rows
+  static constexpr int kWarpsK = 2;        ///< warps along each k block (halves of it)
+  static constexpr int kSteps = kBlockK / 16 / kWarpsK;  ///< k16 steps per warp per k block
+  static constexpr int kWarps = kWarpsN * kWarpsK;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kStageElems = (BN + BM) * kBlockK;  ///< w rows, then x rows
   static constexpr int kRedLd = BN + 4;                    ///< floats per partial-tile row (bank spread)
   static constexpr int kPipeBytes = kStages * kStageElems * 2;
-  static constexpr int kRedBytes = BM * kRedLd * 4;
+  static constexpr int kRedBytes = kWarpsK * BM * kRedLd * 4;
   static constexpr int kSmemBytes = kPipeBytes > kRedBytes ? kPipeBytes : kRedBytes;
 };
 
@@ -154,13 +159,13 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31;
+  const int warp_n = warp % Cfg::kWarpsN, warp_k = warp / Cfg::kWarpsN;
 
   const int split = p.split;
   const int rank = static_cast<int>(blockIdx.x) % split;  // the cluster rank: clusters tile grid x
   const int n0 = static_cast<int>(blockIdx.x) / split * BN;
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int m_valid = static_cast<int>(p.m - m0 < BM ? p.m - m0 : BM);
-  const int x_rows = (m_valid + 15) & ~15;  // rows of x loaded: whole 16-row slices
   const int kb_begin = rank * p.blocks_per_rank;
   const int kb_end = min(kb_begin + p.blocks_per_rank, p.k_blocks);
   const int nkb = max(kb_end - kb_begin, 0);
@@ -169,27 +174,31 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
   const T* x = static_cast<const T*>(p.x) + m0 * p.ldx;
   const uint32_t smem_base = smem_addr(smem);
 
-  // One k block into ring slot `slot`: w rows [n0, n0 + BN), x rows [0, x_rows); chunks past
-  // n, m or k are zero-filled (k is a multiple of 8, so a chunk is wholly inside or outside).
+  // One k block into ring slot `slot`: w rows [n0, n0 + BN), x rows [0, BM); chunks past n, m
+  // or k are zero-filled (k is a multiple of 8, so a chunk is wholly inside or outside).
   auto load = [&](int slot, int kb) {
     const uint32_t sw = smem_base + static_cast<uint32_t>(slot * Cfg::kStageElems * 2);
     const uint32_t sx = sw + BN * kBlockK * 2;
     const int k0 = kb * kBlockK;
 #pragma unroll
-    for (int i = 0; i < BN * 8 / Cfg::kThreads; ++i) {
+    for (int i = 0; i < (BN * 8 + Cfg::kThreads - 1) / Cfg::kThreads; ++i) {
       const int c = tid + i * Cfg::kThreads;
-      const int r = c >> 3, ch = c & 7;
-      const int kk = k0 + ch * 8;
-      const bool ok = n0 + r < p.n && kk < p.k;
-      const T* src = ok ? w + static_cast<int64_t>(n0 + r) * p.ldw + kk : w;
-      cp_async_16(sw + swizzled(r, ch), src, ok ? 16 : 0);
+      if (BN * 8 % Cfg::kThreads == 0 || c < BN * 8) {
+        const int r = c >> 3, ch = c & 7;
+        const int kk = k0 + ch * 8;
+        const bool ok = n0 + r < p.n && kk < p.k;
+        cp_async_16(sw + swizzled(r, ch), w + (ok ? static_cast<int64_t>(n0 + r) * p.ldw + kk : 0), ok ? 16 : 0);
+      }
     }
-    for (int c = tid; c < x_rows * 8; c += Cfg::kThreads) {
-      const int r = c >> 3, ch = c & 7;
-      const int kk = k0 + ch * 8;
-      const bool ok = r < m_valid && kk < p.k;
-      const T* src = ok ? x + static_cast<int64_t>(r) * p.ldx + kk : x;
-      cp_async_16(sx + swizzled(r, ch), src, ok ? 16 : 0);
+#pragma unroll
+    for (int i = 0; i < (BM * 8 + Cfg::kThreads - 1) / Cfg::kThreads; ++i) {
+      const int c = tid + i * Cfg::kThreads;
+      if (BM * 8 % Cfg::kThreads == 0 || c < BM * 8) {
+        const int r = c >> 3, ch = c & 7;
+        const int kk = k0 + ch * 8;
+        const bool ok = r < m_valid && kk < p.k;
+        cp_async_16(sx + swizzled(r, ch), x + (ok ? static_cast<int64_t>(r) * p.ldx + kk : 0), ok ? 16 : 0);
+      }
     }
   };
 
@@ -213,50 +222,49 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
 
     const uint32_t sw = smem_base + static_cast<uint32_t>((i % kStages) * Cfg::kStageElems * 2);
     const uint32_t sx = sw + BN * kBlockK * 2;
+    // Every fragment of this warp's k steps first, so the loads' latencies overlap.
+    uint32_t a[Cfg::kSteps][4];
+    uint32_t b[Cfg::kSteps][BM / 16][4];
 #pragma unroll
-    for (int ks = 0; ks < kBlockK / 16; ++ks) {
-      uint32_t a[4];
-      {
-        // Matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the warp's 16 w rows: a0..a3.
-        const int r = warp * 16 + (lane & 15);
-        ldmatrix_x4(a, sw + swizzled(r, ks * 2 + (lane >> 4)));
-      }
+    for (int s = 0; s < Cfg::kSteps; ++s) {
+      const int ks = warp_k * Cfg::kSteps + s;
+      // w: (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the warp's 16 rows: a0..a3.
+      ldmatrix_x4(a[s], sw + swizzled(warp_n * 16 + (lane & 15), ks * 2 + (lane >> 4)));
+      // x: rows j*16 + (0-7 | 8-15) x k (0-7 | 8-15): b0, b1 of slice 2j, then of 2j + 1.
+      const int q = lane >> 3;
+#pragma unroll
+      for (int j = 0; j < BM / 16; ++j)
+        ldmatrix_x4(b[s][j], sx + swizzled(j * 16 + (q >> 1) * 8 + (lane & 7), ks * 2 + (q & 1)));
+    }
+#pragma unroll
+    for (int s = 0; s < Cfg::kSteps; ++s)
 #pragma unroll
       for (int j = 0; j < BM / 16; ++j) {
-        if (j * 16 < m_valid) {  // warp-uniform
-          // x rows j*16 + (0-7 | 8-15) x k (0-7 | 8-15): b0, b1 of slice 2j, then of 2j + 1.
-          const int q = lane >> 3;
-          const int r = j * 16 + (q >> 1) * 8 + (lane & 7);
-          uint32_t b[4];
-          ldmatrix_x4(b, sx + swizzled(r, ks * 2 + (q & 1)));
-          mma_16816<T>(acc[2 * j], a, b[0], b[1]);
-          if (j * 16 + 8 < m_valid) mma_16816<T>(acc[2 * j + 1], a, b[2], b[3]);
-        }
+        mma_16816<T>(acc[2 * j], a[s], b[s][j][0], b[s][j][1]);
+        mma_16816<T>(acc[2 * j + 1], a[s], b[s][j][2], b[s][j][3]);
       }
-    }
   }
   cp_async_wait<0>();
-  __syncthreads();  // every warp is done with the ring: its memory becomes the partial tile
+  __syncthreads();  // every warp is done with the ring: its memory becomes the partial tiles
 
-  // The partial tile, [m][n] fp32: c0, c1 at (n = g, m = 2t, 2t + 1), c2, c3 at n = g + 8.
+  // The partial tiles, [k half][m][n] fp32: c0, c1 at (n = g, m = 2t, 2t + 1), c2, c3 at n = g + 8.
   float* red = reinterpret_cast<float*>(smem);
   {
-    const int n = warp * 16 + (lane >> 2);
+    float* mine = red + warp_k * BM * Cfg::kRedLd;
+    const int n = warp_n * 16 + (lane >> 2);
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j) {
-      if (j * 8 < m_valid) {
-        const int m = j * 8 + 2 * (lane & 3);
-        red[m * Cfg::kRedLd + n] = acc[j][0];
-        red[(m + 1) * Cfg::kRedLd + n] = acc[j][1];
-        red[m * Cfg::kRedLd + n + 8] = acc[j][2];
-        red[(m + 1) * Cfg::kRedLd + n + 8] = acc[j][3];
-      }
+      const int m = j * 8 + 2 * (lane & 3);
+      mine[m * Cfg::kRedLd + n] = acc[j][0];
+      mine[(m + 1) * Cfg::kRedLd + n] = acc[j][1];
+      mine[m * Cfg::kRedLd + n + 8] = acc[j][2];
+      mine[(m + 1) * Cfg::kRedLd + n + 8] = acc[j][3];
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
-  if (split > 1) cluster.sync();  // release our partial, acquire the others'
+  if (split > 1) cluster.sync();  // release our partials, acquire the others'
   else __syncthreads();
 #else
   __syncthreads();  // no clusters before sm_90: the host launches split 1 there
@@ -264,6 +272,7 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
 
   // This rank's slice of the tile's 4-column groups (rows past m_valid are not stored).
   constexpr int kGroupsPerRow = BN / 4;
+  constexpr int kHalf = BM * Cfg::kRedLd;  // floats between the two k halves' tiles
   const int groups = m_valid * kGroupsPerRow;
   const int per_rank = (groups + split - 1) / split;
   const int g_begin = rank * per_rank;
@@ -275,23 +284,31 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
     const int n = n0 + nl;
     if (n >= p.n) continue;
     const int offset = m * Cfg::kRedLd + nl;
-    float4 s;
+    // Every partial first (independent loads: one distributed-shared-memory latency, not one
+    // per rank), then the sum in a fixed order: rank 0's two halves, rank 1's, ...
+    float4 t[kMaxSplit][Cfg::kWarpsK];
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r) {
+      if (r < split) {
+        const float* src = red;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split == 1) {
-      s = *reinterpret_cast<const float4*>(red + offset);
-    } else {
-      s = *reinterpret_cast<const float4*>(cluster.map_shared_rank(red, 0) + offset);
-      for (int r = 1; r < split; ++r) {
-        const float4 t = *reinterpret_cast<const float4*>(cluster.map_shared_rank(red, r) + offset);
-        s.x += t.x;
-        s.y += t.y;
-        s.z += t.z;
-        s.w += t.w;
+        if (split > 1) src = cluster.map_shared_rank(red, r);
+#endif
+#pragma unroll
+        for (int h = 0; h < Cfg::kWarpsK; ++h) t[r][h] = *reinterpret_cast<const float4*>(src + h * kHalf + offset);
       }
     }
-#else
-    s = *reinterpret_cast<const float4*>(red + offset);
-#endif
+    float4 s = t[0][0];  // (not 0 + t: that would turn -0 into +0)
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r)
+#pragma unroll
+      for (int h = 0; h < Cfg::kWarpsK; ++h)
+        if ((r > 0 || h > 0) && r < split) {
+          s.x += t[r][h].x;
+          s.y += t[r][h].y;
+          s.z += t[r][h].z;
+          s.w += t[r][h].w;
+        }
     const int cnt = min(p.n - n, 4);
     float v[4] = {s.x, s.y, s.z, s.w};
     T h[4], o[4];
@@ -310,7 +327,7 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (split > 1) cluster.sync();  // the others may still be reading our partial
+  if (split > 1) cluster.sync();  // the others may still be reading our partials
 #endif
 }
 

@@ -2,9 +2,9 @@
 // errors skinny_gemm() throws (on any machine); on a GPU that runs it, the kernel called
 // through its own interface into NaN-poisoned outputs (padding columns of a wider leading
 // dimension must stay poisoned) against float64 references on random data, for bf16 and f16,
-// every epilogue, with and without bias and pre-activation, M in {1, 7, 64, 127, 128} (and 200,
-// past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
-// 4104}, every split and tile override; the ops that route to it (linear, fused_linear_gelu)
+// every epilogue, with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and
+// 200, past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
+// 4104}, every split override; the ops that route to it (linear, fused_linear_gelu)
 // bit for bit against the direct call and against each other (fused == gelu(linear)); linear
 // on the skinny path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the
 // fallbacks (K not a multiple of 8, unaligned rows, float32, M above the policy, a transposed
@@ -107,7 +107,6 @@ Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
 struct Knobs {
   int64_t pad_o = 0;
   int split_k = 0;
-  int block_n = 0;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -122,7 +121,6 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   CAPTURE(with_pre);
   CAPTURE(knobs.pad_o);
   CAPTURE(knobs.split_k);
-  CAPTURE(knobs.block_n);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -136,7 +134,6 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   a.out = out.data_ptr(), a.ldo = ld;
   a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
   a.split_k = knobs.split_k;
-  a.block_n = knobs.block_n;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();
@@ -250,8 +247,6 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.split_k = -1;
   CHECK_FALSE(skinny_gemm_accepts(a));
-  a = base, a.block_n = 32;
-  CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.m = int64_t{65535} * 64 + 1;  // past the grid's row tiles
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.n = int64_t{1} << 31;
@@ -278,27 +273,27 @@ TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on 
   }
 }
 
-TEST_CASE("skinny_gemm matches float64 on random data: M in {1, 7, 64, 127, 128}, N and K off the tiles") {
+TEST_CASE("skinny_gemm matches float64 on random data: M in {1, 7, 20, 64, 127, 128}, N and K off the tiles") {
   if (!kernel_available()) {
     MESSAGE("skipped: no GPU that runs the skinny GEMM (compute capability 8.0+ with this build's image)");
     return;
   }
   manual_seed(1501);
-  for (int64_t m : {1, 7, 64, 127, 128})
+  for (int64_t m : {1, 7, 20, 64, 127, 128})  // x tiles of 16, 16, 32, 64, 128, 128 rows
     for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{
              {4096, 1024}, {1024, 4096}, {1000, 120}, {4104, 8}, {8, 4104}, {120, 1000}})
       check_shape(m, n, k);
 }
 
-TEST_CASE("skinny_gemm: every split and tile override, wide leading dimensions, M past the policy") {
+TEST_CASE("skinny_gemm: every split override, wide leading dimensions, M past the policy") {
   if (!kernel_available()) {
     MESSAGE("skipped: no GPU that runs the skinny GEMM");
     return;
   }
   manual_seed(1502);
   for (int split = 1; split <= 8; ++split) check_shape(33, 1000, 1024, {.split_k = split});
-  check_shape(64, 1024, 4104, {.block_n = 128});
-  check_shape(127, 1000, 1000, {.pad_o = 3, .block_n = 128});
+  check_shape(64, 1024, 4104, {.split_k = 5});
+  check_shape(127, 1000, 1000, {.pad_o = 3});
   check_shape(7, 4104, 1024, {.pad_o = 5});
   check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3});
   check_shape(200, 1024, 1024);  // two row tiles of 128: the direct call takes it past the policy
@@ -325,9 +320,9 @@ TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(
       a.w = o.gw.data_ptr(), a.ldw = k;
       a.bias = o.gb.data_ptr();
       a.ldo = n;
-      REQUIRE(skinny_gemm_supported(a));
       const Tensor direct = full({m, n}, kNaN, TensorOptions(dt).device(kGpu));
       a.out = direct.data_ptr();
+      REQUIRE(skinny_gemm_supported(a));
       skinny_gemm(a, current_stream());
       const Tensor lin = linear(o.gx, o.gw, o.gb);
       CHECK(same_bits(lin, direct));
