@@ -5,10 +5,11 @@
 //   - "lt+gelu":   that, then Kiln's gelu kernel on its output (the unfused exact GELU);
 //   - "skinny":    the skinny kernel, bias epilogue (what linear runs now);
 //   - "skinny+g":  the skinny kernel with the exact-GELU epilogue (what fused_linear_gelu runs);
-// at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the split-K overrides, the
+// at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the split-K and warps-per-k-block
+// overrides, the
 // M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size policy's
 // threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as two
-// back-to-back kernels each way.
+// back-to-back kernels each way, and as one CUDA graph of the two skinny kernels.
 //
 // Timing (bench/cuda_bench_util.h): CUDA events around one pass over the weight sets, queued
 // behind a spin kernel so host launch cost is hidden; after a warm-up pass, the median of
@@ -95,7 +96,7 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 }
 
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
-                   cudaStream_t s, int split_k = 0) {
+                   cudaStream_t s, int split_k = 0, int warps_k = 0) {
   SkinnyGemmArgs a;
   a.epilogue = e;
   a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
@@ -104,6 +105,7 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.bias = bias.data_ptr();
   a.out = out.data_ptr(), a.ldo = a.n;
   a.split_k = split_k;
+  a.warps_k = warps_k;
   skinny_gemm(a, s);
 }
 
@@ -156,12 +158,13 @@ int main(int argc, char** argv) {
       fmt::print("  {:<10} ratios: skinny/lt {:.2f}, skinny+g/(lt+gelu) {:.2f}\n", section, t["skinny"] / t["lt"],
                  t["skinny+g"] / t["lt+gelu"]);
     if (!variants) return;
-    for (int split : {1, 2, 4, 8}) {
-      const double us = time_us(p, [&](const Tensor& w) {
-        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split);
-      }, s);
-      report(section, fmt::format("skinny split {}", split), p, us);
-    }
+    for (int wk : {2, 4})
+      for (int split : {1, 2, 4, 8}) {
+        const double us = time_us(p, [&](const Tensor& w) {
+          skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split, wk);
+        }, s);
+        report(section, fmt::format("skinny wk{} s{}", wk, split), p, us);
+      }
   };
 
   for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}}) {
@@ -202,6 +205,52 @@ int main(int argc, char** argv) {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n", lt,
                  sk, sk / lt);
     }
+  }
+  // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
+  // examples/fused_mlp's graph replay), per warps-per-k-block choice: median of 200 replays,
+  // each timed alone with events (launch included).
+  {
+    const TensorOptions o = TensorOptions(kBFloat16).device(gpu);
+    const Tensor x = randn({64, 1024}, o), w1 = randn({4096, 1024}, o) * 0.03, b1 = randn({4096}, o) * 0.1;
+    const Tensor w2 = randn({1024, 4096}, o) * 0.03, b2 = randn({1024}, o) * 0.1;
+    const Tensor h = empty({64, 4096}, o), y = empty({64, 1024}, o);
+    cudaStream_t gs = nullptr;
+    KILN_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking) == cudaSuccess, "skinny_gemm bench: stream");
+    cuda::synchronize();
+    for (int wk : {2, 4}) {
+      auto block = [&] {
+        skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, wk);
+        skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, wk);
+      };
+      block();
+      KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      KILN_CHECK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "capture");
+      block();
+      KILN_CHECK(cudaStreamEndCapture(gs, &graph) == cudaSuccess, "capture end");
+      KILN_CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+      cudaEvent_t e0, e1;
+      KILN_CHECK(cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess, "events");
+      std::vector<double> us;
+      for (int i = 0; i < 220; ++i) {
+        KILN_CHECK(cudaEventRecord(e0, gs) == cudaSuccess && cudaGraphLaunch(exec, gs) == cudaSuccess &&
+                       cudaEventRecord(e1, gs) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess,
+                   "replay");
+        float ms = 0;
+        KILN_CHECK(cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess, "elapsed");
+        if (i >= 20) us.push_back(static_cast<double>(ms) * 1e3);
+      }
+      std::sort(us.begin(), us.end());
+      const double median = us[us.size() / 2];
+      if (csv) fmt::print("mlp_graph,skinny wk{},64,1024,4096,{:.2f},0\n", wk, median);
+      else fmt::print("  mlp block M=64 as one CUDA graph (weights L2-warm), skinny wk{}: {:.2f} us\n", wk, median);
+      (void)cudaEventDestroy(e0);
+      (void)cudaEventDestroy(e1);
+      (void)cudaGraphExecDestroy(exec);
+      (void)cudaGraphDestroy(graph);
+    }
+    (void)cudaStreamDestroy(gs);
   }
   return 0;
 }

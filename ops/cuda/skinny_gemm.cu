@@ -2,16 +2,19 @@
 // it accepts, the tile and split-K choice, the per-device facts, and the launch.
 //
 // The choice. A CTA takes BN = 64 rows of w by BM rows of x, the smallest of 16, 32, 64, 128
-// that holds m (so m <= 128 reads w once; larger m takes several row tiles of 128). The split along K (the cluster
-// size) is the number of CTAs each tile can have with the tiles still fitting the SMs once,
-// at most 8 (the portable cluster limit) and at most the k blocks: at (m, k, n) = (64, 1024,
-// 4096) 64 tiles x 2, at (64, 4096, 1024) 16 tiles x 8, so 128 CTAs stream w either way. The
-// choice depends only on m, n, k and the device, never on the epilogue, so a fused call and a
-// linear on the same operands compute the same sums. GPUs before sm_90 have no clusters:
-// split 1 there.
+// that holds m (so m <= 128 reads w once; larger m takes several row tiles of 128), with
+// kWarpsK warps sharing each k block. The split along K (the cluster size) is the number of
+// CTAs each tile can have with the tiles still fitting the SMs once, at most 8 (the portable
+// cluster limit) and at most the k blocks: at (m, k, n) = (64, 1024, 4096) 64 tiles x 2, at
+// (64, 4096, 1024) 16 tiles x 8, so 128 CTAs stream w either way; it is then lowered until all
+// the clusters can be resident at once (one wave: the device's cudaOccupancyMaxActiveClusters,
+// read once). The choice depends only on m, n, k and the device, never on the epilogue, so a
+// fused call and a linear on the same operands compute the same sums. GPUs before sm_90 have
+// no clusters: split 1 there.
 //
 // The per-device facts (multiprocessors, compute capability, whether the build has an image
-// for the device, the kernels' shared-memory limit raised) are read once and cached, so
+// for the device, resident clusters, the kernels' shared-memory limit raised) are read once
+// and cached, so
 // supported() called before a CUDA graph capture keeps runtime queries out of the capture.
 #include "skinny_gemm.h"
 
@@ -33,47 +36,51 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 constexpr int kBlockN = 64;  // rows of w per CTA (4 warps along them)
+constexpr int kWarpsK = 4;   // warps sharing each k block: measured, docs/notes/skinny_gemm.md
 constexpr int64_t kMaxM = 128;  // measured on an H200: docs/notes/skinny_gemm.md
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxRows = int64_t{65535} * 64;  // grid y (row tiles) <= 65535 at BM = 64
 
 using KernelFn = void (*)(Params);
 
-/// The kernel of (type, BN, BM, epilogue).
-template <typename T, int BN, int BM>
+/// The kernel of (type, BN, BM, WK, epilogue).
+template <typename T, int BN, int BM, int WK>
 KernelFn kernel_of(SkinnyEpilogue e) {
   switch (e) {
-    case SkinnyEpilogue::GeluExact: return skinny_gemm_bias_gelu_kernel<T, BN, BM>;
-    case SkinnyEpilogue::GeluTanh: return skinny_gemm_bias_gelu_tanh_kernel<T, BN, BM>;
+    case SkinnyEpilogue::GeluExact: return skinny_gemm_bias_gelu_kernel<T, BN, BM, WK>;
+    case SkinnyEpilogue::GeluTanh: return skinny_gemm_bias_gelu_tanh_kernel<T, BN, BM, WK>;
     case SkinnyEpilogue::Bias: break;
   }
-  return skinny_gemm_kernel<T, BN, BM>;
+  return skinny_gemm_kernel<T, BN, BM, WK>;
 }
 
 /// A tile configuration and its kernel.
 struct Launch {
   KernelFn kernel = nullptr;
-  int bn = 0, bm = 0, threads = 0, smem = 0;
+  int bn = 0, bm = 0, wk = 0, threads = 0, smem = 0;
 };
 
-template <typename T, int BM>
+template <typename T, int BM, int WK>
 Launch launch_of(SkinnyEpilogue e) {
-  return {kernel_of<T, kBlockN, BM>(e), kBlockN, BM, Tile<kBlockN, BM>::kThreads, Tile<kBlockN, BM>::kSmemBytes};
+  using Cfg = Tile<kBlockN, BM, WK>;
+  return {kernel_of<T, kBlockN, BM, WK>(e), kBlockN, BM, WK, Cfg::kThreads, Cfg::kSmemBytes};
 }
 
-/// The configuration for `bm` rows of x (16, 32, 64 or 128).
-template <typename T>
+/// The configuration for `bm` rows of x (16, 32, 64 or 128) and `wk` warps per k block (2, 4).
+template <typename T, int WK>
 Launch pick_typed(SkinnyEpilogue e, int bm) {
   switch (bm) {
-    case 16: return launch_of<T, 16>(e);
-    case 32: return launch_of<T, 32>(e);
-    case 64: return launch_of<T, 64>(e);
-    default: return launch_of<T, 128>(e);
+    case 16: return launch_of<T, 16, WK>(e);
+    case 32: return launch_of<T, 32, WK>(e);
+    case 64: return launch_of<T, 64, WK>(e);
+    default: return launch_of<T, 128, WK>(e);
   }
 }
 
-Launch pick(SkinnyType type, SkinnyEpilogue e, int bm) {
-  return type == SkinnyType::BFloat16 ? pick_typed<__nv_bfloat16>(e, bm) : pick_typed<__half>(e, bm);
+Launch pick(SkinnyType type, SkinnyEpilogue e, int bm, int wk) {
+  if (type == SkinnyType::BFloat16)
+    return wk == 4 ? pick_typed<__nv_bfloat16, 4>(e, bm) : pick_typed<__nv_bfloat16, 2>(e, bm);
+  return wk == 4 ? pick_typed<__half, 4>(e, bm) : pick_typed<__half, 2>(e, bm);
 }
 
 /// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
@@ -85,7 +92,33 @@ struct DeviceFacts {
   bool clusters = false;  ///< thread-block clusters (compute capability 9.0 and newer)
   int sms = 0;
   int max_smem = 0;  ///< dynamic shared memory a block may opt in to
+  /// Clusters of each size (index split - 1) that can be resident at once, per (BM index, WK
+  /// index): the split is lowered until a call's clusters fit in one wave.
+  std::array<std::array<std::array<int, kMaxSplit>, 2>, 4> max_clusters{};
 };
+
+int bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
+
+/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
+int resident_clusters(const Launch& l, int split) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(split));
+  config.blockDim = dim3(static_cast<unsigned>(l.threads));
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(split);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
 
 /// The facts of `device`, and every kernel's shared-memory limit raised there (once).
 const DeviceFacts& device_facts(int device) {
@@ -100,22 +133,33 @@ const DeviceFacts& device_facts(int device) {
                     cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
                         cudaSuccess &&
                     major >= 8 &&
-                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, 64, 64>) == cudaSuccess;
+                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) == cudaSuccess;
     (void)cudaGetLastError();  // a missing image leaves its error behind
     if (!ok) return;
     for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
       for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
-        for (int bm : {16, 32, 64, 128}) {
-          const Launch l = pick(t, e, bm);
-          if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
-          if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return;
+        for (int bm : {16, 32, 64, 128})
+          for (int wk : {2, 4}) {
+            const Launch l = pick(t, e, bm, wk);
+            if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
+            if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+              (void)cudaGetLastError();
+              return;
+            }
           }
-        }
     f.sms = sms;
     f.max_smem = max_smem;
     f.clusters = major >= 9;
+    if (f.clusters) {
+      // The GELU kernels use the most registers: their residency bounds the others'.
+      for (int bm : {16, 32, 64, 128})
+        for (int wk : {2, 4}) {
+          const Launch l = pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm, wk);
+          for (int split = 2; split <= kMaxSplit; ++split)
+            f.max_clusters[static_cast<size_t>(bm_index(bm))][wk == 4 ? 1 : 0][static_cast<size_t>(split - 1)] =
+                l.smem <= max_smem ? resident_clusters(l, split) : 0;
+        }
+    }
     f.ready = true;
   });
   return facts[static_cast<size_t>(device)];
@@ -144,7 +188,7 @@ struct Plan {
 Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
   Plan p;
   const int bm = block_m(a.m);
-  p.launch = pick(a.type, a.epilogue, bm);
+  p.launch = pick(a.type, a.epilogue, bm, a.warps_k != 0 ? a.warps_k : kWarpsK);
   p.tiles_n = (a.n + kBlockN - 1) / kBlockN;
   p.tiles_m = (a.m + bm - 1) / bm;
   p.k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
@@ -152,6 +196,9 @@ Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
   if (split == 0) {
     const int64_t tiles = p.tiles_n * p.tiles_m;
     split = static_cast<int>(std::clamp<int64_t>(f.sms / tiles, 1, kMaxSplit));
+    // Fewer CTAs per cluster until every cluster is resident at once (one wave).
+    const auto& fit = f.max_clusters[static_cast<size_t>(bm_index(bm))][p.launch.wk == 4 ? 1 : 0];
+    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
   }
   if (!f.clusters) split = 1;
   split = std::min(split, p.k_blocks);
@@ -175,6 +222,7 @@ bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
   if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || reinterpret_cast<uintptr_t>(a.w) % 16 != 0) return false;
   if (a.pre != nullptr && (a.epilogue == SkinnyEpilogue::Bias || a.ldp < a.n)) return false;
   if (a.split_k < 0 || a.split_k > skinny::kMaxSplit) return false;
+  if (a.warps_k != 0 && a.warps_k != 2 && a.warps_k != 4) return false;
   return true;
 }
 
@@ -191,9 +239,10 @@ bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
 void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(skinny_gemm_accepts(a),
              "skinny_gemm: cannot take m = {}, n = {}, k = {} (ldx {}, ldw {}, ldo {}, ldp {}, pre {}, epilogue {}, "
-             "split_k {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
+             "split_k {}, warps_k {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
              "and w, row strides at least the row length, pre only with a GELU epilogue",
-             a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k);
+             a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k,
+             a.warps_k);
   const skinny::DeviceFacts* f = skinny::current_facts();
   KILN_CHECK(f != nullptr, "skinny_gemm: the current device cannot run the kernel (compute capability below 8.0, "
                            "or this build has no image for it)");

@@ -45,6 +45,7 @@ struct SkinnyGemmArgs {
   void* pre = nullptr;         ///< optional [m, n], row stride ldp: h (GELU epilogues only)
   int64_t ldp = 0;
   int split_k = 0;             ///< benchmark override: cluster size along K (1..8); 0 = chosen
+  int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
 };
 
 /// The largest m that skinny_gemm_supported() takes (measured on an H200:

@@ -2,8 +2,8 @@
 //
 // One CTA computes a BN x BM tile of out^T (BN = 64 rows of w, i.e. output columns, by BM rows
 // of x, BM in {16, 32, 64, 128} chosen from M so no slice of x is multiplied for nothing but
-// the padding of the last) over its cluster rank's share of K. Its 8 warps are 4 (one per 16
-// rows of w) x 2 (the two halves of each 64-wide k block): per k block a warp first loads all
+// the padding of the last) over its cluster rank's share of K. Its warps are 4 (one per 16
+// rows of w) x WK (2 or 4 parts of each 64-wide k block): per k block a warp first loads all
 // its fragments (ldmatrix.x4: w as the A operand, x as B, the row.col layout both are stored
 // in), so their latencies overlap, then runs its mma.sync m16n8k16 against every 8-row slice
 // of x. Each w element read from device memory is used by exactly one warp, once. w and x
@@ -11,11 +11,12 @@
 // bytes, 16-byte chunks XOR-swizzled by row so ldmatrix and the copies are conflict-free); x
 // rows past M are zero-filled, not read.
 //
-// Split K: the CTAs of a cluster (along grid x) take consecutive shares of the k blocks; each
-// parks its two fp32 partial tiles (one per k half) in its own shared memory, the cluster
-// synchronises, and each CTA reduces a slice of the tile by reading every rank's partials
-// through distributed shared memory in a fixed order (so the sum, and the result, does not
-// depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores; a
+// Split K: the CTAs of a cluster (along grid x) take consecutive shares of the k blocks (each
+// column tile starting at its own rotation of its share, so side-by-side CTAs read different
+// parts of x); each parks its WK fp32 partial tiles in its own shared memory and sums them
+// into the first, the cluster synchronises, and each CTA reduces a slice of the tile by
+// reading every rank's sum through distributed shared memory in rank order (so the result
+// does not depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores; a
 // second cluster barrier keeps every CTA's shared memory alive until the others have read it.
 // Without a cluster (split 1, or a GPU before sm_90) the same code reads its own tiles.
 #pragma once
@@ -57,12 +58,14 @@ struct Params {
   uint32_t vec_pre = 0;       ///< likewise pre
 };
 
-/// Compile-time sizes of a tile configuration.
-template <int BN, int BM>
+/// Compile-time sizes of a tile configuration: BN rows of w, BM rows of x, WK warps sharing
+/// each k block (2: halves, 4: quarters).
+template <int BN, int BM, int WK>
 struct Tile {
   static_assert(BN % 16 == 0 && BM % 16 == 0, "tiles are whole mma fragments");
+  static_assert(WK == 1 || WK == 2 || WK == 4, "a k block is 4 k16 steps");
   static constexpr int kWarpsN = BN / 16;  ///< warps along w's rows
-  static constexpr int kWarpsK = 2;        ///< warps along each k block (halves of it)
+  static constexpr int kWarpsK = WK;       ///< warps along each k block
   static constexpr int kSteps = kBlockK / 16 / kWarpsK;  ///< k16 steps per warp per k block
   static constexpr int kWarps = kWarpsN * kWarpsK;
   static constexpr int kThreads = kWarps * 32;
@@ -153,9 +156,9 @@ __device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec)
 
 // ---- the kernel body --------------------------------------------------------------------------
 
-template <typename T, int BN, int BM, Epi E>
+template <typename T, int BN, int BM, int WK, Epi E>
 __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
-  using Cfg = Tile<BN, BM>;
+  using Cfg = Tile<BN, BM, WK>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31;
@@ -169,6 +172,10 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
   const int kb_begin = rank * p.blocks_per_rank;
   const int kb_end = min(kb_begin + p.blocks_per_rank, p.k_blocks);
   const int nkb = max(kb_end - kb_begin, 0);
+  // Each column tile walks its k blocks from its own starting point, so the CTAs running side
+  // by side read different parts of x (which they all share) at any moment.
+  const int rot = nkb > 0 ? static_cast<int>(blockIdx.x / static_cast<unsigned>(split)) % nkb : 0;
+  auto block_at = [&](int i) { return kb_begin + (i + rot) % nkb; };
 
   const T* w = static_cast<const T*>(p.w);
   const T* x = static_cast<const T*>(p.x) + m0 * p.ldx;
@@ -210,14 +217,14 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
   // follows its last use.
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < nkb) load(s, kb_begin + s);
+    if (s < nkb) load(s, block_at(s));
     cp_async_commit();
   }
   for (int i = 0; i < nkb; ++i) {
     cp_async_wait<kStages - 2>();
     __syncthreads();
     const int next = i + kStages - 1;
-    if (next < nkb) load(next % kStages, kb_begin + next);
+    if (next < nkb) load(next % kStages, block_at(next));
     cp_async_commit();
 
     const uint32_t sw = smem_base + static_cast<uint32_t>((i % kStages) * Cfg::kStageElems * 2);
@@ -261,19 +268,39 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
       mine[(m + 1) * Cfg::kRedLd + n + 8] = acc[j][3];
     }
   }
+  // The k parts' tiles summed into the first, in part order (not 0 + t: -0 stays -0).
+  constexpr int kGroupsPerRow = BN / 4;
+  constexpr int kPart = BM * Cfg::kRedLd;  // floats between the k parts' tiles
+  const int groups = m_valid * kGroupsPerRow;
+  if constexpr (Cfg::kWarpsK > 1) {
+    __syncthreads();
+    for (int g = tid; g < groups; g += Cfg::kThreads) {
+      const int m = g / kGroupsPerRow;
+      float4* dst = reinterpret_cast<float4*>(red + m * Cfg::kRedLd + (g - m * kGroupsPerRow) * 4);
+      float4 t[Cfg::kWarpsK];
+#pragma unroll
+      for (int h = 0; h < Cfg::kWarpsK; ++h) t[h] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(dst) + h * kPart);
+      float4 s = t[0];
+#pragma unroll
+      for (int h = 1; h < Cfg::kWarpsK; ++h) {
+        s.x += t[h].x;
+        s.y += t[h].y;
+        s.z += t[h].z;
+        s.w += t[h].w;
+      }
+      *dst = s;
+    }
+  }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
-  if (split > 1) cluster.sync();  // release our partials, acquire the others'
+  if (split > 1) cluster.sync();  // release our partial, acquire the others'
   else __syncthreads();
 #else
   __syncthreads();  // no clusters before sm_90: the host launches split 1 there
 #endif
 
   // This rank's slice of the tile's 4-column groups (rows past m_valid are not stored).
-  constexpr int kGroupsPerRow = BN / 4;
-  constexpr int kHalf = BM * Cfg::kRedLd;  // floats between the two k halves' tiles
-  const int groups = m_valid * kGroupsPerRow;
   const int per_rank = (groups + split - 1) / split;
   const int g_begin = rank * per_rank;
   const int g_end = min(g_begin + per_rank, groups);
@@ -284,9 +311,9 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
     const int n = n0 + nl;
     if (n >= p.n) continue;
     const int offset = m * Cfg::kRedLd + nl;
-    // Every partial first (independent loads: one distributed-shared-memory latency, not one
-    // per rank), then the sum in a fixed order: rank 0's two halves, rank 1's, ...
-    float4 t[kMaxSplit][Cfg::kWarpsK];
+    // Every rank's partial first (independent loads: one distributed-shared-memory latency,
+    // not one per rank), then the sum in rank order.
+    float4 t[kMaxSplit];
 #pragma unroll
     for (int r = 0; r < kMaxSplit; ++r) {
       if (r < split) {
@@ -294,21 +321,18 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if (split > 1) src = cluster.map_shared_rank(red, r);
 #endif
-#pragma unroll
-        for (int h = 0; h < Cfg::kWarpsK; ++h) t[r][h] = *reinterpret_cast<const float4*>(src + h * kHalf + offset);
+        t[r] = *reinterpret_cast<const float4*>(src + offset);
       }
     }
-    float4 s = t[0][0];  // (not 0 + t: that would turn -0 into +0)
+    float4 s = t[0];
 #pragma unroll
-    for (int r = 0; r < kMaxSplit; ++r)
-#pragma unroll
-      for (int h = 0; h < Cfg::kWarpsK; ++h)
-        if ((r > 0 || h > 0) && r < split) {
-          s.x += t[r][h].x;
-          s.y += t[r][h].y;
-          s.z += t[r][h].z;
-          s.w += t[r][h].w;
-        }
+    for (int r = 1; r < kMaxSplit; ++r)
+      if (r < split) {
+        s.x += t[r].x;
+        s.y += t[r].y;
+        s.z += t[r].z;
+        s.w += t[r].w;
+      }
     const int cnt = min(p.n - n, 4);
     float v[4] = {s.x, s.y, s.z, s.w};
     T h[4], o[4];
@@ -338,22 +362,23 @@ namespace kiln::cuda_kernels {
 // The kernels, one name per epilogue so profiles say which ran.
 
 /// out = x w^T (+ bias).
-template <typename T, int BN, int BM>
-__global__ void __launch_bounds__(skinny::Tile<BN, BM>::kThreads) skinny_gemm_kernel(skinny::Params p) {
-  skinny::skinny_gemm_body<T, BN, BM, skinny::Epi::Bias>(p);
+template <typename T, int BN, int BM, int WK>
+__global__ void __launch_bounds__(skinny::Tile<BN, BM, WK>::kThreads, 1) skinny_gemm_kernel(skinny::Params p) {
+  skinny::skinny_gemm_body<T, BN, BM, WK, skinny::Epi::Bias>(p);
 }
 
 /// out = gelu(x w^T (+ bias)), exact GELU; pre = the pre-activation when asked.
-template <typename T, int BN, int BM>
-__global__ void __launch_bounds__(skinny::Tile<BN, BM>::kThreads) skinny_gemm_bias_gelu_kernel(skinny::Params p) {
-  skinny::skinny_gemm_body<T, BN, BM, skinny::Epi::GeluExact>(p);
+template <typename T, int BN, int BM, int WK>
+__global__ void __launch_bounds__(skinny::Tile<BN, BM, WK>::kThreads, 1) skinny_gemm_bias_gelu_kernel(
+    skinny::Params p) {
+  skinny::skinny_gemm_body<T, BN, BM, WK, skinny::Epi::GeluExact>(p);
 }
 
 /// out = gelu_tanh(x w^T (+ bias)); pre = the pre-activation when asked.
-template <typename T, int BN, int BM>
-__global__ void __launch_bounds__(skinny::Tile<BN, BM>::kThreads) skinny_gemm_bias_gelu_tanh_kernel(
+template <typename T, int BN, int BM, int WK>
+__global__ void __launch_bounds__(skinny::Tile<BN, BM, WK>::kThreads, 1) skinny_gemm_bias_gelu_tanh_kernel(
     skinny::Params p) {
-  skinny::skinny_gemm_body<T, BN, BM, skinny::Epi::GeluTanh>(p);
+  skinny::skinny_gemm_body<T, BN, BM, WK, skinny::Epi::GeluTanh>(p);
 }
 
 }  // namespace kiln::cuda_kernels

@@ -4,7 +4,7 @@
 // dimension must stay poisoned) against float64 references on random data, for bf16 and f16,
 // every epilogue, with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and
 // 200, past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
-// 4104}, every split override; the ops that route to it (linear, fused_linear_gelu)
+// 4104}, every split and warps-per-k-block override; the ops that route to it (linear, fused_linear_gelu)
 // bit for bit against the direct call and against each other (fused == gelu(linear)); linear
 // on the skinny path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the
 // fallbacks (K not a multiple of 8, unaligned rows, float32, M above the policy, a transposed
@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -50,6 +51,9 @@ SkinnyGemmArgs dummy_args(int64_t m = 64, int64_t n = 4096, int64_t k = 1024) {
   a.ldo = n;
   return a;
 }
+
+/// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower.
+const int64_t kPolicyM = std::min<int64_t>(64, skinny_gemm_max_m());
 
 /// Whether this machine's current device runs the kernel.
 bool kernel_available() { return skinny_gemm_supported(dummy_args()); }
@@ -107,6 +111,7 @@ Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
 struct Knobs {
   int64_t pad_o = 0;
   int split_k = 0;
+  int warps_k = 0;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -121,6 +126,7 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   CAPTURE(with_pre);
   CAPTURE(knobs.pad_o);
   CAPTURE(knobs.split_k);
+  CAPTURE(knobs.warps_k);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -134,6 +140,7 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   a.out = out.data_ptr(), a.ldo = ld;
   a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
   a.split_k = knobs.split_k;
+  a.warps_k = knobs.warps_k;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();
@@ -247,6 +254,8 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.split_k = -1;
   CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.warps_k = 3;
+  CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.m = int64_t{65535} * 64 + 1;  // past the grid's row tiles
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.n = int64_t{1} << 31;
@@ -257,7 +266,7 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
 }
 
 TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on what it cannot run") {
-  CHECK(skinny_gemm_max_m() >= 64);
+  CHECK(skinny_gemm_max_m() >= 16);
   CHECK_FALSE(skinny_gemm_supported(dummy_args(skinny_gemm_max_m() + 1)));
   SkinnyGemmArgs bad = dummy_args();
   bad.k = 12, bad.ldx = 12, bad.ldw = 12;
@@ -285,15 +294,18 @@ TEST_CASE("skinny_gemm matches float64 on random data: M in {1, 7, 20, 64, 127, 
       check_shape(m, n, k);
 }
 
-TEST_CASE("skinny_gemm: every split override, wide leading dimensions, M past the policy") {
+TEST_CASE("skinny_gemm: every split and warps-per-k-block override, wide leading dimensions, M past the policy") {
   if (!kernel_available()) {
     MESSAGE("skipped: no GPU that runs the skinny GEMM");
     return;
   }
   manual_seed(1502);
-  for (int split = 1; split <= 8; ++split) check_shape(33, 1000, 1024, {.split_k = split});
+  for (int split = 1; split <= 8; ++split)
+    for (int wk : {2, 4}) check_shape(33, 1000, 1024, {.split_k = split, .warps_k = wk});
+  for (int wk : {2, 4})
+    for (int64_t m : {5, 20, 64, 100}) check_shape(m, 1024, 4104, {.warps_k = wk});
   check_shape(64, 1024, 4104, {.split_k = 5});
-  check_shape(127, 1000, 1000, {.pad_o = 3});
+  check_shape(127, 1000, 1000, {.pad_o = 3, .warps_k = 2});
   check_shape(7, 4104, 1024, {.pad_o = 5});
   check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3});
   check_shape(200, 1024, 1024);  // two row tiles of 128: the direct call takes it past the policy
@@ -307,7 +319,8 @@ TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(
   }
   manual_seed(1503);
   for (DType dt : {kBFloat16, kFloat16})
-    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{64, 4096, 1024}, {64, 1024, 4096}, {7, 1000, 120}, {128, 120, 4104}}) {
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);
@@ -351,7 +364,8 @@ TEST_CASE("skinny_gemm: linear on the skinny path agrees with cuBLASLt; NaN and 
   }
   manual_seed(1504);
   for (DType dt : {kBFloat16, kFloat16})
-    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{64, 4096, 1024}, {64, 1024, 4096}, {1, 1024, 1024}}) {
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {1, 1024, 1024}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);
@@ -447,7 +461,8 @@ TEST_CASE("skinny_gemm: captured into a CUDA graph, a replay recomputes it") {
   a.bias = o.gb.data_ptr();
   a.out = out.data_ptr(), a.ldo = 1024;
   a.pre = pre.data_ptr(), a.ldp = 1024;
-  REQUIRE(skinny_gemm_supported(a));  // per-device facts settled before the capture
+  REQUIRE(skinny_gemm_accepts(a));
+  REQUIRE(kernel_available());  // per-device facts settled before the capture
   cuda::synchronize();
   OwnedStream stream;
   cudaGraph_t graph = nullptr;
