@@ -36,8 +36,12 @@ namespace {
 
 constexpr int kMaxDevices = 64;
 constexpr int kBlockN = 64;  // rows of w per CTA (4 warps along them)
-constexpr int kWarpsK = 4;   // warps sharing each k block: measured, docs/notes/skinny_gemm.md
-constexpr int64_t kMaxM = 128;  // measured on an H200: docs/notes/skinny_gemm.md
+// Warps sharing each k block: 2 (8 warps per CTA) measured at least as fast as 4 (16 warps,
+// one CTA per SM, so 8-CTA clusters no longer fit in one wave): docs/notes/skinny_gemm.md.
+constexpr int kWarpsK = 2;
+// Past 16 rows a plain linear through this kernel is slower than cuBLASLt on every measured
+// shape (and the MLP block's gain shrinks to ~6% at 32 rows): docs/notes/skinny_gemm.md.
+constexpr int64_t kMaxM = 16;
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxRows = int64_t{65535} * 64;  // grid y (row tiles) <= 65535 at BM = 64
 

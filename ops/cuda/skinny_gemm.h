@@ -48,8 +48,8 @@ struct SkinnyGemmArgs {
   int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
 };
 
-/// The largest m that skinny_gemm_supported() takes (measured on an H200:
-/// docs/notes/skinny_gemm.md); above it cuBLASLt is as fast or faster.
+/// The largest m that skinny_gemm_supported() takes (16, measured on an H200:
+/// docs/notes/skinny_gemm.md); above it a plain linear through cuBLASLt is faster.
 int64_t skinny_gemm_max_m();
 
 /// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
