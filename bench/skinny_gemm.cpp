@@ -139,8 +139,9 @@ int main(int argc, char** argv) {
   auto report = [&](const char* section, const std::string& variant, const Problem& p, double us) {
     const double gbps = static_cast<double>(p.n * p.k * 2) / (us * 1e3);
     if (csv) fmt::print("{},{},{},{},{},{:.2f},{:.0f}\n", section, variant, p.m, p.k, p.n, us, gbps);
-    else fmt::print("  {:<10} {:<16} {:>4}x{:>4}x{:>4} {:>8.2f} us {:>6.0f} GB/s\n", section, variant, p.m, p.k, p.n, us,
-                    gbps);
+    else
+      fmt::print("  {:<10} {:<16} {:>4}x{:>4}x{:>4} {:>8.2f} us {:>6.0f} GB/s\n", section, variant, p.m, p.k, p.n, us,
+                 gbps);
   };
   auto run_all = [&](const char* section, Problem& p, bool variants) {
     std::map<std::string, double> t;
@@ -149,7 +150,9 @@ int main(int argc, char** argv) {
       lt_linear(p.h, p.x, w, p.bias, s);
       gelu_kernel(UnaryOp::Gelu, p.out, p.h);
     }, s);
-    t["skinny"] = time_us(p, [&](const Tensor& w) { skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s); }, s);
+    t["skinny"] = time_us(p, [&](const Tensor& w) {
+      skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s);
+    }, s);
     t["skinny+g"] = time_us(p, [&](const Tensor& w) {
       skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::GeluExact, s);
     }, s);
@@ -171,7 +174,8 @@ int main(int argc, char** argv) {
     Problem p(64, k, n, l2);
     run_all("target", p, true);
   }
-  for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}, {1024, 1024}, {4096, 4096}})
+  const std::vector<std::pair<int64_t, int64_t>> sweep = {{1024, 4096}, {4096, 1024}, {1024, 1024}, {4096, 4096}};
+  for (const auto& [k, n] : sweep)
     for (int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
       Problem p(m, k, n, l2);
       run_all("sweep", p, false);
@@ -202,8 +206,8 @@ int main(int argc, char** argv) {
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
     } else {
-      fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n", lt,
-                 sk, sk / lt);
+      fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
+                 lt, sk, sk / lt);
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in

@@ -137,7 +137,8 @@ const DeviceFacts& device_facts(int device) {
                     cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
                         cudaSuccess &&
                     major >= 8 &&
-                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) == cudaSuccess;
+                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) ==
+                        cudaSuccess;
     (void)cudaGetLastError();  // a missing image leaves its error behind
     if (!ok) return;
     for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
@@ -274,9 +275,10 @@ void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
 
   const int64_t grid_x = plan.tiles_n * plan.split;
-  KILN_CHECK(grid_x <= skinny::kMaxInt32 && plan.tiles_m <= 65535,
-             "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x, plan.tiles_m, a.n,
-             a.m);
+  // accepts() bounds n and m so that both fit: n / 64 tiles times at most 8, m / 64 row tiles.
+  KILN_INTERNAL_ASSERT(grid_x <= skinny::kMaxInt32 && plan.tiles_m <= 65535,
+                       "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x,
+                       plan.tiles_m, a.n, a.m);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(plan.tiles_m));
   config.blockDim = dim3(static_cast<unsigned>(plan.launch.threads));

@@ -78,6 +78,7 @@ struct Tile {
 
 // ---- PTX wrappers ---------------------------------------------------------------------------
 
+/// The shared-memory address of a generic pointer into shared memory.
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -87,12 +88,15 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
+/// Closes this thread's current group of cp.async copies.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most N of this thread's cp.async groups are still in flight.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/// Four 8x8 16-bit matrices from shared memory, one per register (lanes 8i..8i+7 address matrix i's rows).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -132,8 +136,9 @@ __device__ __forceinline__ T activate(T h) {
   else return h;
 }
 
-/// The bits of a 16-bit value.
+/// The bits of a bfloat16 value.
 __device__ __forceinline__ uint32_t bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+/// The bits of a float16 value.
 __device__ __forceinline__ uint32_t bits16(__half v) { return __half_as_ushort(v); }
 
 /// Four consecutive 16-bit values as one 8-byte word, v[0] lowest.
@@ -156,6 +161,7 @@ __device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec)
 
 // ---- the kernel body --------------------------------------------------------------------------
 
+/// One CTA's tile: the k-block ring, the mma.sync run, the split-K reduction and the epilogue.
 template <typename T, int BN, int BM, int WK, Epi E>
 __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
   using Cfg = Tile<BN, BM, WK>;
@@ -279,7 +285,8 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
       float4* dst = reinterpret_cast<float4*>(red + m * Cfg::kRedLd + (g - m * kGroupsPerRow) * 4);
       float4 t[Cfg::kWarpsK];
 #pragma unroll
-      for (int h = 0; h < Cfg::kWarpsK; ++h) t[h] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(dst) + h * kPart);
+      for (int h = 0; h < Cfg::kWarpsK; ++h)
+        t[h] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(dst) + h * kPart);
       float4 s = t[0];
 #pragma unroll
       for (int h = 1; h < Cfg::kWarpsK; ++h) {

@@ -271,8 +271,8 @@ TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on 
   SkinnyGemmArgs bad = dummy_args();
   bad.k = 12, bad.ldx = 12, bad.ldw = 12;
   CHECK_FALSE(skinny_gemm_supported(bad));
-  CHECK_THROWS_WITH_AS(skinny_gemm(bad, nullptr), doctest::Contains("skinny_gemm: cannot take m = 64, n = 4096, k = 12"),
-                       Error);
+  CHECK_THROWS_WITH_AS(skinny_gemm(bad, nullptr),
+                       doctest::Contains("skinny_gemm: cannot take m = 64, n = 4096, k = 12"), Error);
   bad = dummy_args(), bad.pre = bad.out, bad.ldp = bad.n;
   CHECK_THROWS_WITH_AS(skinny_gemm(bad, nullptr), doctest::Contains("skinny_gemm: cannot take"), Error);
   if (!kernel_available()) {
