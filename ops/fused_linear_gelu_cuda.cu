@@ -1,7 +1,14 @@
 // CUDA kernels of fused_linear_gelu and its backward.
 //
-// Which path runs (the kernel rows a profile shows under fused_linear_gelu):
+// Which path runs (the first below that takes the call; the kernel rows a profile shows under
+// fused_linear_gelu):
 //
+//   either GELU, bfloat16 / float16, few rows (M up to skinny_gemm_max_m()): Kiln's skinny
+//     GEMM (ops/cuda/skinny_gemm.h) when skinny_gemm_supported() takes the call (row-major x
+//     and w with 16-byte aligned rows, K a multiple of 8): one kernel,
+//     skinny_gemm_bias_gelu_kernel or skinny_gemm_bias_gelu_tanh_kernel, bias and GELU on the
+//     way out, h stored only when asked for; it rounds as gelu(linear(...)) does, and a linear
+//     of the same shape runs the same kernel (matmul_cuda.cu), so the two agree bit for bit;
 //   exact GELU ("none"), bfloat16 / float16, and float32 while allow_tf32():
 //     Kiln's own sm_90a kernel (ops/cuda/sm90_linear_gelu.h) when sm90_linear_gelu_supported()
 //     takes the call (compute capability 9.0, row-major operands, the sizes and alignments
@@ -51,6 +58,7 @@
 #include "cuda/fused_linear_gelu_cuda.h"
 #include "cuda/gelu_fast.cuh"
 #include "cuda/register.h"
+#include "cuda/skinny_gemm.h"
 #include "cuda/sm90_linear_gelu.h"
 #include "kernels.h"
 #include "unary_math.h"
@@ -235,6 +243,44 @@ bool lt_run(const Tensor& out, const Tensor& a, const Tensor& b, cublasLtEpilogu
 
 // ---- the forward paths ----------------------------------------------------------------------
 
+/// Row-major [R, K] with unit column stride and rows at least K apart (size-1 dims take any
+/// stride: a single row is given the leading dimension K).
+bool row_major(const Tensor& t, int64_t K) {
+  return (K <= 1 || t.strides()[1] == 1) && (t.sizes()[0] <= 1 || t.strides()[0] >= K);
+}
+
+/// The leading dimension of a row-major [R, K] operand.
+int64_t leading_dim(const Tensor& t, int64_t K) { return t.sizes()[0] == 1 ? K : t.strides()[0]; }
+
+/// Kiln's skinny GEMM with a GELU epilogue, when it takes the call (16-bit, few rows).
+bool try_skinny(const Tensor& out, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias,
+                UnaryOp gelu, cudaStream_t stream) {
+  SkinnyGemmArgs args;
+  switch (out.dtype()) {
+    case DType::BFloat16: args.type = SkinnyType::BFloat16; break;
+    case DType::Float16: args.type = SkinnyType::Float16; break;
+    default: return false;
+  }
+  const int64_t K = x.sizes()[1];
+  if (K == 0 || !row_major(x, K) || !row_major(w, K)) return false;
+  args.epilogue = gelu == UnaryOp::GeluTanh ? SkinnyEpilogue::GeluTanh : SkinnyEpilogue::GeluExact;
+  args.m = out.sizes()[0];
+  args.n = out.sizes()[1];
+  args.k = K;
+  args.x = x.data_ptr();
+  args.ldx = leading_dim(x, K);
+  args.w = w.data_ptr();
+  args.ldw = leading_dim(w, K);
+  args.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  args.out = out.data_ptr();
+  args.ldo = args.n;
+  args.pre = pre.defined() ? pre.data_ptr() : nullptr;
+  args.ldp = args.n;
+  if (!skinny_gemm_supported(args)) return false;
+  skinny_gemm(args, stream);
+  return true;
+}
+
 /// Kiln's sm_90a kernel, when it takes the call (exact GELU).
 bool try_sm90(const Tensor& out, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias,
               cudaStream_t stream) {
@@ -249,19 +295,14 @@ bool try_sm90(const Tensor& out, const Tensor& pre, const Tensor& x, const Tenso
     default: return false;
   }
   const int64_t M = out.sizes()[0], N = out.sizes()[1], K = x.sizes()[1];
-  // Row-major operands only: unit column stride and rows at least K apart (size-1 dims take
-  // any stride; a single row is given the leading dimension K).
-  const auto row_major = [K](const Tensor& t) {
-    return (K <= 1 || t.strides()[1] == 1) && (t.sizes()[0] <= 1 || t.strides()[0] >= K);
-  };
-  if (K == 0 || !row_major(x) || !row_major(w)) return false;
+  if (K == 0 || !row_major(x, K) || !row_major(w, K)) return false;  // row-major operands only
   args.m = M;
   args.n = N;
   args.k = K;
   args.x = x.data_ptr();
-  args.ldx = M == 1 ? K : x.strides()[0];
+  args.ldx = leading_dim(x, K);
   args.w = w.data_ptr();
-  args.ldw = N == 1 ? K : w.strides()[0];
+  args.ldw = leading_dim(w, K);
   args.bias = bias.defined() ? bias.data_ptr() : nullptr;
   args.out = out.data_ptr();
   args.ldo = N;
@@ -291,6 +332,7 @@ void fused_linear_gelu_cuda(const Tensor& out, const Tensor& pre, const Tensor& 
   if (out.numel() == 0) return;
   cuda::DeviceGuard guard(out.device().index());
   const cudaStream_t stream = stream_of(out);
+  if (try_skinny(out, pre, x, w, bias, gelu, stream)) return;
   if (gelu == UnaryOp::Gelu && try_sm90(out, pre, x, w, bias, stream)) return;
   if (gelu == UnaryOp::GeluTanh && try_lt_gelu(out, pre, x, w, bias, stream)) return;
   // Portable: the GEMM (+ bias) into h, then one GELU kernel.

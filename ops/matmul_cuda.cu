@@ -1,5 +1,6 @@
-// The CUDA GEMM kernel (GemmKernel in kernels.h): floating dtypes through cuBLASLt, integers
-// (and anything cuBLASLt declines) through an own shared-memory tiled kernel.
+// The CUDA GEMM kernel (GemmKernel in kernels.h): floating dtypes through cuBLASLt (16-bit
+// linears with few rows through Kiln's skinny GEMM, below), integers (and anything cuBLASLt
+// declines) through an own shared-memory tiled kernel.
 //
 // Layout mapping (the helpers are in ops/cuda/blas_layout.h). Kiln matrices are row-major;
 // cuBLASLt is column-major. We compute out^T [N, M] = b^T a^T, so cuBLASLt's A is Kiln's b and
@@ -15,6 +16,12 @@
 // calls that share one plan. When b is broadcast over the innermost batch dim and a's rows
 // continue from one batch entry to the next (x [B, M, K] @ w [K, N]), the batch is folded
 // into M: one [B*M, K] @ [K, N] GEMM instead of B small ones.
+//
+// Skinny linears: a bfloat16 / float16 linear with few rows (after folding the batch: out [M, N]
+// = a [M, K] row-major @ b, b the transpose of a contiguous-rowed w [N, K], alpha 1, beta 0 or a
+// bias vector) runs Kiln's own skinny GEMM (ops/cuda/skinny_gemm.h) instead of cuBLASLt when
+// skinny_gemm_supported() takes it (M up to skinny_gemm_max_m(), aligned rows, K a multiple
+// of 8): one kernel that reads w once, where cuBLASLt runs a split-K GEMM and a reduce kernel.
 //
 // Precision: float32 in true fp32 (CUBLAS_COMPUTE_32F) unless allow_tf32(); float16 and
 // bfloat16 accumulate in float; float64 in CUBLAS_COMPUTE_64F. A bias vector rides in the
@@ -37,6 +44,7 @@
 #include "cuda/device_types.cuh"
 #include "cuda/elementwise.cuh"
 #include "cuda/register.h"
+#include "cuda/skinny_gemm.h"
 #include "kernels.h"
 #include "matmul.h"
 
@@ -211,6 +219,37 @@ bool lt_gemm(const Problem& p, DType dtype, int device, double alpha, double bet
   return true;
 }
 
+// ---- the skinny GEMM -------------------------------------------------------------------------
+
+/// Runs the problem through the skinny GEMM when it is a 16-bit linear the kernel takes (one
+/// matrix, a row-major, b = w^T with w's rows contiguous, alpha 1 and beta 0 or a bias); false,
+/// launching nothing, otherwise.
+bool try_skinny(const Problem& p, DType dtype, double alpha, double beta, const void* bias, cudaStream_t stream) {
+  if (dtype != DType::BFloat16 && dtype != DType::Float16) return false;
+  if (alpha != 1.0 || (bias == nullptr && beta != 0.0)) return false;  // a bias replaces the beta term
+  if (p.batches.count != 1 || !p.batches.outer_sizes.empty()) return false;
+  // a [M, K]: unit column stride (a single row takes any stride; K == 1 any column stride).
+  if (p.K > 1 && p.ma.col_stride != 1) return false;
+  // b [K, N] = w^T: unit row stride, w's row stride is b's column stride.
+  if (p.K > 1 && p.mb.row_stride != 1) return false;
+  SkinnyGemmArgs args;
+  args.type = dtype == DType::BFloat16 ? SkinnyType::BFloat16 : SkinnyType::Float16;
+  args.epilogue = SkinnyEpilogue::Bias;
+  args.m = p.M;
+  args.n = p.N;
+  args.k = p.K;
+  args.x = p.a;
+  args.ldx = p.M == 1 ? p.K : p.ma.row_stride;
+  args.w = p.b;
+  args.ldw = p.N == 1 ? p.K : p.mb.col_stride;
+  args.bias = bias;
+  args.out = p.out;
+  args.ldo = p.N;
+  if (!skinny_gemm_supported(args)) return false;
+  skinny_gemm(args, stream);
+  return true;
+}
+
 // ---- the tiled kernel: integers, K == 0, and whatever cuBLASLt declines ----------------
 
 constexpr int kTile = 16;
@@ -336,6 +375,7 @@ void gemm_floating(const Tensor& out, const Tensor& a_in, const Tensor& b_in, do
   const Problem p = describe(out, a, b, /*for_lt=*/true);
   const DType dtype = out.dtype();
   const int device = out.device().index();
+  if (try_skinny(p, dtype, alpha, beta, bias.defined() ? bias.data_ptr() : nullptr, stream)) return;
   if (bias.defined()) {
     if (lt_gemm(p, dtype, device, alpha, 0.0, bias.data_ptr(), stream)) return;
     // No bias epilogue for this case: the bias becomes the beta = 1 term.

@@ -1,0 +1,260 @@
+// Kiln's skinny GEMM (ops/cuda/skinny_gemm.h) against cuBLASLt, which it replaces for 16-bit
+// linears with few rows, in one process on one GPU, bfloat16:
+//   - "lt":        cuBLASLt with its BIAS epilogue, the plan the linear op used before (the
+//                  heuristic's first algorithm, through Kiln's plan cache);
+//   - "lt+gelu":   that, then Kiln's gelu kernel on its output (the unfused exact GELU);
+//   - "skinny":    the skinny kernel, bias epilogue (what linear runs now);
+//   - "skinny+g":  the skinny kernel with the exact-GELU epilogue (what fused_linear_gelu runs);
+// at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the split-K and warps-per-k-block
+// overrides, the
+// M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size policy's
+// threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as two
+// back-to-back kernels each way, and as one CUDA graph of the two skinny kernels.
+//
+// Timing (bench/cuda_bench_util.h): CUDA events around one pass over the weight sets, queued
+// behind a spin kernel so host launch cost is hidden; after a warm-up pass, the median of
+// kRepeats passes, per call. Weights rotate through at least 4 sets and enough to fill twice
+// the L2 cache, so no call finds its weight in L2; x and the bias stay (an activation is fresh
+// in L2 in a real network). GB/s counts the weight's bytes once (the floor's traffic).
+//
+//   skinny_gemm          a table
+//   skinny_gemm --csv    one CSV row per case
+#include <kiln/kiln.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/cuda_bench_util.h"
+#include "ops/cuda/blas_layout.h"
+#include "ops/cuda/cublaslt.h"
+#include "ops/cuda/skinny_gemm.h"
+#include "ops/kernels.h"
+
+using namespace kiln;
+using namespace kiln::cuda_kernels;
+
+namespace {
+
+constexpr int kRepeats = 21;
+
+/// One linear problem's buffers: weight sets, x, bias, h and out.
+struct Problem {
+  int64_t m, k, n;
+  std::vector<Tensor> weights;
+  Tensor x, bias, h, out;
+  int next = 0;
+
+  Problem(int64_t m_, int64_t k_, int64_t n_, int64_t l2_bytes) : m(m_), k(k_), n(n_) {
+    const TensorOptions o = TensorOptions(kBFloat16).device(Device::cuda(0));
+    const double weight_bytes = static_cast<double>(n * k * 2);
+    const int sets = std::max(4, static_cast<int>(2.0 * static_cast<double>(l2_bytes) / weight_bytes) + 1);
+    for (int i = 0; i < sets; ++i) weights.push_back(randn({n, k}, o) * 0.03);
+    x = randn({m, k}, o);
+    bias = randn({n}, o) * 0.1;
+    h = empty({m, n}, o);
+    out = empty({m, n}, o);
+  }
+  const Tensor& weight() {
+    const Tensor& w = weights[static_cast<size_t>(next)];
+    next = (next + 1) % static_cast<int>(weights.size());
+    return w;
+  }
+};
+
+/// cuBLASLt's D = w x^T + bias (column-major), i.e. h = x w^T + bias, as matmul_cuda.cu asks.
+void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, cudaStream_t s) {
+  const int64_t m = x.sizes()[0], k = x.sizes()[1], n = w.sizes()[0];
+  const BlasView va = blas_view({m, k, k, 1}), vb = blas_view({k, n, 1, k});
+  LtGemmDesc d;
+  d.device = 0;
+  d.dtype = lt_type(kBFloat16, "bench");
+  d.compute = lt_compute(kBFloat16);
+  d.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  d.m = n, d.n = m, d.k = k;
+  d.trans_a = vb.trans, d.lda = vb.ld;
+  d.trans_b = va.trans, d.ldb = va.ld;
+  d.ldc = n;
+  d.align_a = alignment_of(reinterpret_cast<uintptr_t>(w.data_ptr()));
+  d.align_b = alignment_of(reinterpret_cast<uintptr_t>(x.data_ptr()));
+  d.align_c = alignment_of(reinterpret_cast<uintptr_t>(out.data_ptr()));
+  d.align_bias = alignment_of(reinterpret_cast<uintptr_t>(bias.data_ptr()));
+  const float one = 1.0f, zero = 0.0f;
+  LtGemmArgs a;
+  a.a = w.data_ptr();
+  a.b = x.data_ptr();
+  a.c = out.data_ptr();
+  a.bias = bias.data_ptr();
+  a.alpha = &one;
+  a.beta = &zero;
+  KILN_CHECK(lt_matmul(d, a, s), "skinny_gemm bench: cuBLASLt has no algorithm for {} x {} x {}", m, k, n);
+}
+
+void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
+                   cudaStream_t s, int split_k = 0, int warps_k = 0) {
+  SkinnyGemmArgs a;
+  a.epilogue = e;
+  a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
+  a.x = x.data_ptr(), a.ldx = a.k;
+  a.w = w.data_ptr(), a.ldw = a.k;
+  a.bias = bias.data_ptr();
+  a.out = out.data_ptr(), a.ldo = a.n;
+  a.split_k = split_k;
+  a.warps_k = warps_k;
+  skinny_gemm(a, s);
+}
+
+/// Median microseconds per call of `call` (one weight set per call).
+double time_us(Problem& p, const std::function<void(const Tensor& w)>& call, cudaStream_t s) {
+  const int sets = static_cast<int>(p.weights.size());
+  auto pass = [&] {
+    for (int i = 0; i < sets; ++i) call(p.weight());
+  };
+  return bench::median_gpu_ms(pass, s, /*iters=*/1, kRepeats, /*warmup=*/1) / sets * 1e3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool csv = argc > 1 && std::strcmp(argv[1], "--csv") == 0;
+  if (!cuda::is_available()) {
+    fmt::print("skinny_gemm: no GPU visible, nothing to measure\n");
+    return 0;
+  }
+  const Device gpu = Device::cuda(0);
+  const cuda::DeviceProperties props = cuda::device_properties(gpu);
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(cuda::current_stream(gpu).id());
+  const int64_t l2 = static_cast<int64_t>(props.l2_cache_bytes);
+  const UnaryKernel gelu_kernel = dispatch::unary_kernels.get("gelu", gpu);
+  if (csv) fmt::print("section,variant,m,k,n,us,weight_gbps\n");
+  else
+    fmt::print("skinny_gemm on {} (L2 {} MiB), bfloat16: median of {} passes over rotating weight sets, us per call\n",
+               props.name, props.l2_cache_bytes >> 20, kRepeats);
+
+  auto report = [&](const char* section, const std::string& variant, const Problem& p, double us) {
+    const double gbps = static_cast<double>(p.n * p.k * 2) / (us * 1e3);
+    if (csv) fmt::print("{},{},{},{},{},{:.2f},{:.0f}\n", section, variant, p.m, p.k, p.n, us, gbps);
+    else
+      fmt::print("  {:<10} {:<16} {:>4}x{:>4}x{:>4} {:>8.2f} us {:>6.0f} GB/s\n", section, variant, p.m, p.k, p.n, us,
+                 gbps);
+  };
+  auto run_all = [&](const char* section, Problem& p, bool variants) {
+    std::map<std::string, double> t;
+    t["lt"] = time_us(p, [&](const Tensor& w) { lt_linear(p.h, p.x, w, p.bias, s); }, s);
+    t["lt+gelu"] = time_us(p, [&](const Tensor& w) {
+      lt_linear(p.h, p.x, w, p.bias, s);
+      gelu_kernel(UnaryOp::Gelu, p.out, p.h);
+    }, s);
+    t["skinny"] = time_us(p, [&](const Tensor& w) {
+      skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s);
+    }, s);
+    t["skinny+g"] = time_us(p, [&](const Tensor& w) {
+      skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::GeluExact, s);
+    }, s);
+    for (const auto& [name, us] : t) report(section, name, p, us);
+    if (!csv)
+      fmt::print("  {:<10} ratios: skinny/lt {:.2f}, skinny+g/(lt+gelu) {:.2f}\n", section, t["skinny"] / t["lt"],
+                 t["skinny+g"] / t["lt+gelu"]);
+    if (!variants) return;
+    for (int wk : {2, 4})
+      for (int split : {1, 2, 4, 8}) {
+        const double us = time_us(p, [&](const Tensor& w) {
+          skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split, wk);
+        }, s);
+        report(section, fmt::format("skinny wk{} s{}", wk, split), p, us);
+      }
+  };
+
+  for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}}) {
+    Problem p(64, k, n, l2);
+    run_all("target", p, true);
+  }
+  const std::vector<std::pair<int64_t, int64_t>> sweep = {{1024, 4096}, {4096, 1024}, {1024, 1024}, {4096, 4096}};
+  for (const auto& [k, n] : sweep)
+    for (int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
+      Problem p(m, k, n, l2);
+      run_all("sweep", p, false);
+    }
+
+  // The MLP block at M = 64: 1024 -> 4096 (GELU) -> 1024, two kernels each way.
+  {
+    Problem up(64, 1024, 4096, l2), down(64, 4096, 1024, l2);
+    const int sets = static_cast<int>(std::min(up.weights.size(), down.weights.size()));
+    auto block = [&](bool skinny) {
+      auto pass = [&] {
+        for (int i = 0; i < sets; ++i) {
+          const Tensor& w1 = up.weight();
+          const Tensor& w2 = down.weight();
+          if (skinny) {
+            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
+            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
+          } else {
+            lt_linear(up.h, up.x, w1, up.bias, s);
+            gelu_kernel(UnaryOp::Gelu, up.out, up.h);
+            lt_linear(down.out, up.out, w2, down.bias, s);
+          }
+        }
+      };
+      return bench::median_gpu_ms(pass, s, 1, kRepeats, 1) / sets * 1e3;
+    };
+    const double lt = block(false), sk = block(true);
+    if (csv) {
+      fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
+    } else {
+      fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
+                 lt, sk, sk / lt);
+    }
+  }
+  // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
+  // examples/fused_mlp's graph replay), per warps-per-k-block choice: median of 200 replays,
+  // each timed alone with events (launch included).
+  {
+    const TensorOptions o = TensorOptions(kBFloat16).device(gpu);
+    const Tensor x = randn({64, 1024}, o), w1 = randn({4096, 1024}, o) * 0.03, b1 = randn({4096}, o) * 0.1;
+    const Tensor w2 = randn({1024, 4096}, o) * 0.03, b2 = randn({1024}, o) * 0.1;
+    const Tensor h = empty({64, 4096}, o), y = empty({64, 1024}, o);
+    cudaStream_t gs = nullptr;
+    KILN_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking) == cudaSuccess, "skinny_gemm bench: stream");
+    cuda::synchronize();
+    for (int wk : {2, 4}) {
+      auto block = [&] {
+        skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, wk);
+        skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, wk);
+      };
+      block();
+      KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      KILN_CHECK(cudaStreamBeginCapture(gs, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "capture");
+      block();
+      KILN_CHECK(cudaStreamEndCapture(gs, &graph) == cudaSuccess, "capture end");
+      KILN_CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+      cudaEvent_t e0, e1;
+      KILN_CHECK(cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess, "events");
+      std::vector<double> us;
+      for (int i = 0; i < 220; ++i) {
+        KILN_CHECK(cudaEventRecord(e0, gs) == cudaSuccess && cudaGraphLaunch(exec, gs) == cudaSuccess &&
+                       cudaEventRecord(e1, gs) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess,
+                   "replay");
+        float ms = 0;
+        KILN_CHECK(cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess, "elapsed");
+        if (i >= 20) us.push_back(static_cast<double>(ms) * 1e3);
+      }
+      std::sort(us.begin(), us.end());
+      const double median = us[us.size() / 2];
+      if (csv) fmt::print("mlp_graph,skinny wk{},64,1024,4096,{:.2f},0\n", wk, median);
+      else fmt::print("  mlp block M=64 as one CUDA graph (weights L2-warm), skinny wk{}: {:.2f} us\n", wk, median);
+      (void)cudaEventDestroy(e0);
+      (void)cudaEventDestroy(e1);
+      (void)cudaGraphExecDestroy(exec);
+      (void)cudaGraphDestroy(graph);
+    }
+    (void)cudaStreamDestroy(gs);
+  }
+  return 0;
+}

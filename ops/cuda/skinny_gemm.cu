@@ -1,0 +1,299 @@
+// The host side of the skinny GEMM (skinny_gemm.h; the kernel is skinny_gemm_kernel.cuh): what
+// it accepts, the tile and split-K choice, the per-device facts, and the launch.
+//
+// The choice. A CTA takes BN = 64 rows of w by BM rows of x, the smallest of 16, 32, 64, 128
+// that holds m (so m <= 128 reads w once; larger m takes several row tiles of 128), with
+// kWarpsK warps sharing each k block. The split along K (the cluster size) is the number of
+// CTAs each tile can have with the tiles still fitting the SMs once, at most 8 (the portable
+// cluster limit) and at most the k blocks: at (m, k, n) = (64, 1024, 4096) 64 tiles x 2, at
+// (64, 4096, 1024) 16 tiles x 8, so 128 CTAs stream w either way; it is then lowered until all
+// the clusters can be resident at once (one wave: the device's cudaOccupancyMaxActiveClusters,
+// read once). The choice depends only on m, n, k and the device, never on the epilogue, so a
+// fused call and a linear on the same operands compute the same sums. GPUs before sm_90 have
+// no clusters: split 1 there.
+//
+// The per-device facts (multiprocessors, compute capability, whether the build has an image
+// for the device, resident clusters, the kernels' shared-memory limit raised) are read once
+// and cached, so
+// supported() called before a CUDA graph capture keeps runtime queries out of the capture.
+#include "skinny_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+
+#include "../../core/cuda_check.h"
+#include "../../core/error.h"
+#include "skinny_gemm_kernel.cuh"
+
+namespace kiln::cuda_kernels {
+
+namespace skinny {
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr int kBlockN = 64;  // rows of w per CTA (4 warps along them)
+// Warps sharing each k block: 2 (8 warps per CTA) measured at least as fast as 4 (16 warps,
+// one CTA per SM, so 8-CTA clusters no longer fit in one wave): docs/notes/skinny_gemm.md.
+constexpr int kWarpsK = 2;
+// Past 16 rows a plain linear through this kernel is slower than cuBLASLt on every measured
+// shape (and the MLP block's gain shrinks to ~6% at 32 rows): docs/notes/skinny_gemm.md.
+constexpr int64_t kMaxM = 16;
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxRows = int64_t{65535} * 64;  // grid y (row tiles) <= 65535 at BM = 64
+
+using KernelFn = void (*)(Params);
+
+/// The kernel of (type, BN, BM, WK, epilogue).
+template <typename T, int BN, int BM, int WK>
+KernelFn kernel_of(SkinnyEpilogue e) {
+  switch (e) {
+    case SkinnyEpilogue::GeluExact: return skinny_gemm_bias_gelu_kernel<T, BN, BM, WK>;
+    case SkinnyEpilogue::GeluTanh: return skinny_gemm_bias_gelu_tanh_kernel<T, BN, BM, WK>;
+    case SkinnyEpilogue::Bias: break;
+  }
+  return skinny_gemm_kernel<T, BN, BM, WK>;
+}
+
+/// A tile configuration and its kernel.
+struct Launch {
+  KernelFn kernel = nullptr;
+  int bn = 0, bm = 0, wk = 0, threads = 0, smem = 0;
+};
+
+template <typename T, int BM, int WK>
+Launch launch_of(SkinnyEpilogue e) {
+  using Cfg = Tile<kBlockN, BM, WK>;
+  return {kernel_of<T, kBlockN, BM, WK>(e), kBlockN, BM, WK, Cfg::kThreads, Cfg::kSmemBytes};
+}
+
+/// The configuration for `bm` rows of x (16, 32, 64 or 128) and `wk` warps per k block (2, 4).
+template <typename T, int WK>
+Launch pick_typed(SkinnyEpilogue e, int bm) {
+  switch (bm) {
+    case 16: return launch_of<T, 16, WK>(e);
+    case 32: return launch_of<T, 32, WK>(e);
+    case 64: return launch_of<T, 64, WK>(e);
+    default: return launch_of<T, 128, WK>(e);
+  }
+}
+
+Launch pick(SkinnyType type, SkinnyEpilogue e, int bm, int wk) {
+  if (type == SkinnyType::BFloat16)
+    return wk == 4 ? pick_typed<__nv_bfloat16, 4>(e, bm) : pick_typed<__nv_bfloat16, 2>(e, bm);
+  return wk == 4 ? pick_typed<__half, 4>(e, bm) : pick_typed<__half, 2>(e, bm);
+}
+
+/// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
+int block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+
+/// What one device offers, found once.
+struct DeviceFacts {
+  bool ready = false;     ///< the kernels run here
+  bool clusters = false;  ///< thread-block clusters (compute capability 9.0 and newer)
+  int sms = 0;
+  int max_smem = 0;  ///< dynamic shared memory a block may opt in to
+  /// Clusters of each size (index split - 1) that can be resident at once, per (BM index, WK
+  /// index): the split is lowered until a call's clusters fit in one wave.
+  std::array<std::array<std::array<int, kMaxSplit>, 2>, 4> max_clusters{};
+};
+
+int bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
+
+/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
+int resident_clusters(const Launch& l, int split) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(split));
+  config.blockDim = dim3(static_cast<unsigned>(l.threads));
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(split);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
+
+/// The facts of `device`, and every kernel's shared-memory limit raised there (once).
+const DeviceFacts& device_facts(int device) {
+  static std::array<DeviceFacts, kMaxDevices> facts;
+  static std::array<std::once_flag, kMaxDevices> once;
+  std::call_once(once[static_cast<size_t>(device)], [device] {
+    DeviceFacts& f = facts[static_cast<size_t>(device)];
+    int major = 0, sms = 0, max_smem = 0;
+    cudaFuncAttributes attributes{};
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+                        cudaSuccess &&
+                    major >= 8 &&
+                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) ==
+                        cudaSuccess;
+    (void)cudaGetLastError();  // a missing image leaves its error behind
+    if (!ok) return;
+    for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
+      for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
+        for (int bm : {16, 32, 64, 128})
+          for (int wk : {2, 4}) {
+            const Launch l = pick(t, e, bm, wk);
+            if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
+            if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+              (void)cudaGetLastError();
+              return;
+            }
+          }
+    f.sms = sms;
+    f.max_smem = max_smem;
+    f.clusters = major >= 9;
+    if (f.clusters) {
+      // The GELU kernels use the most registers: their residency bounds the others'.
+      for (int bm : {16, 32, 64, 128})
+        for (int wk : {2, 4}) {
+          const Launch l = pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm, wk);
+          for (int split = 2; split <= kMaxSplit; ++split)
+            f.max_clusters[static_cast<size_t>(bm_index(bm))][wk == 4 ? 1 : 0][static_cast<size_t>(split - 1)] =
+                l.smem <= max_smem ? resident_clusters(l, split) : 0;
+        }
+    }
+    f.ready = true;
+  });
+  return facts[static_cast<size_t>(device)];
+}
+
+/// The current device's facts, or null when there is none usable.
+const DeviceFacts* current_facts() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  const DeviceFacts& f = device_facts(device);
+  return f.ready ? &f : nullptr;
+}
+
+/// The grid of a call: tiles, split and k blocks per rank.
+struct Plan {
+  Launch launch;
+  int64_t tiles_n = 0, tiles_m = 0;
+  int split = 1;
+  int32_t k_blocks = 0, blocks_per_rank = 0;
+};
+
+Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
+  Plan p;
+  const int bm = block_m(a.m);
+  p.launch = pick(a.type, a.epilogue, bm, a.warps_k != 0 ? a.warps_k : kWarpsK);
+  p.tiles_n = (a.n + kBlockN - 1) / kBlockN;
+  p.tiles_m = (a.m + bm - 1) / bm;
+  p.k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
+  int split = a.split_k;
+  if (split == 0) {
+    const int64_t tiles = p.tiles_n * p.tiles_m;
+    split = static_cast<int>(std::clamp<int64_t>(f.sms / tiles, 1, kMaxSplit));
+    // Fewer CTAs per cluster until every cluster is resident at once (one wave).
+    const auto& fit = f.max_clusters[static_cast<size_t>(bm_index(bm))][p.launch.wk == 4 ? 1 : 0];
+    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
+  }
+  if (!f.clusters) split = 1;
+  split = std::min(split, p.k_blocks);
+  p.blocks_per_rank = (p.k_blocks + split - 1) / split;
+  p.split = (p.k_blocks + p.blocks_per_rank - 1) / p.blocks_per_rank;  // no rank without k blocks
+  return p;
+}
+
+}  // namespace
+}  // namespace skinny
+
+int64_t skinny_gemm_max_m() { return skinny::kMaxM; }
+
+bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
+  if (a.m <= 0 || a.n <= 0 || a.k <= 0 || a.m > skinny::kMaxRows || a.n > skinny::kMaxInt32 - 128 ||
+      a.k > skinny::kMaxInt32 - skinny::kBlockK)
+    return false;
+  if (a.x == nullptr || a.w == nullptr || a.out == nullptr) return false;
+  if (a.k % 8 != 0 || a.ldx % 8 != 0 || a.ldw % 8 != 0) return false;  // whole 16-byte chunks
+  if (a.ldx < a.k || a.ldw < a.k || a.ldo < a.n) return false;
+  if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || reinterpret_cast<uintptr_t>(a.w) % 16 != 0) return false;
+  if (a.pre != nullptr && (a.epilogue == SkinnyEpilogue::Bias || a.ldp < a.n)) return false;
+  if (a.split_k < 0 || a.split_k > skinny::kMaxSplit) return false;
+  if (a.warps_k != 0 && a.warps_k != 2 && a.warps_k != 4) return false;
+  return true;
+}
+
+bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
+  if (!skinny_gemm_accepts(a) || a.m > skinny::kMaxM) return false;
+  const skinny::DeviceFacts* f = skinny::current_facts();
+  if (f == nullptr) return false;
+  const skinny::Plan p = skinny::plan(a, *f);
+  if (p.launch.smem > f->max_smem) return false;
+  // No split K without clusters: only where the tiles alone fill half the SMs.
+  return f->clusters || p.tiles_n * p.tiles_m * 2 >= f->sms;
+}
+
+void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
+  KILN_CHECK(skinny_gemm_accepts(a),
+             "skinny_gemm: cannot take m = {}, n = {}, k = {} (ldx {}, ldw {}, ldo {}, ldp {}, pre {}, epilogue {}, "
+             "split_k {}, warps_k {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
+             "and w, row strides at least the row length, pre only with a GELU epilogue",
+             a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k,
+             a.warps_k);
+  const skinny::DeviceFacts* f = skinny::current_facts();
+  KILN_CHECK(f != nullptr, "skinny_gemm: the current device cannot run the kernel (compute capability below 8.0, "
+                           "or this build has no image for it)");
+  const skinny::Plan plan = skinny::plan(a, *f);
+  KILN_CHECK(plan.launch.smem <= f->max_smem,
+             "skinny_gemm: the {} x {} tile needs {} bytes of shared memory, the device offers {}", plan.launch.bn,
+             plan.launch.bm, plan.launch.smem, f->max_smem);
+  skinny::Params p;
+  p.x = a.x;
+  p.w = a.w;
+  p.bias = a.bias;
+  p.out = a.out;
+  p.pre = a.pre;
+  p.ldx = a.ldx;
+  p.ldw = a.ldw;
+  p.ldo = a.ldo;
+  p.ldp = a.ldp;
+  p.m = static_cast<int32_t>(a.m);
+  p.n = static_cast<int32_t>(a.n);
+  p.k = static_cast<int32_t>(a.k);
+  p.k_blocks = plan.k_blocks;
+  p.blocks_per_rank = plan.blocks_per_rank;
+  p.split = plan.split;
+  p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
+  p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
+
+  const int64_t grid_x = plan.tiles_n * plan.split;
+  // accepts() bounds n and m so that both fit: n / 64 tiles times at most 8, m / 64 row tiles.
+  KILN_INTERNAL_ASSERT(grid_x <= skinny::kMaxInt32 && plan.tiles_m <= 65535,
+                       "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x,
+                       plan.tiles_m, a.n, a.m);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(plan.tiles_m));
+  config.blockDim = dim3(static_cast<unsigned>(plan.launch.threads));
+  config.dynamicSmemBytes = static_cast<size_t>(plan.launch.smem);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  if (plan.split > 1) {
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = static_cast<unsigned>(plan.split);
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  CUDA_CHECK(cudaLaunchKernelEx(&config, plan.launch.kernel, p));
+}
+
+}  // namespace kiln::cuda_kernels

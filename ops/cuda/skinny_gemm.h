@@ -1,0 +1,74 @@
+// Kiln's own GEMM for 16-bit linears with few rows ("skinny": a batch of up to ~128 tokens),
+// out[M, N] = epilogue(x[M, K] @ w[N, K]^T + bias[N]). At such M the work is reading w once
+// from device memory; cuBLASLt's kernels for it (a split-K GEMM plus a reduce kernel, or a GEMM
+// plus a separate GELU kernel) spend ~2x that. This kernel streams w exactly once through a deep
+// cp.async pipeline into tensor cores (mma.sync), splits K over a thread-block cluster whose
+// partial tiles are summed through distributed shared memory (one launch, no workspace, no
+// counters: one CUDA graph node), and applies bias and GELU on the way out. The kernel is in
+// skinny_gemm_kernel.cuh, the choice of tiles and the launch in skinny_gemm.cu.
+//
+// Rounding: h = round16(acc + bias) and out = round16(gelu(h)), exactly as a 16-bit linear
+// followed by the gelu op rounds (the exact GELU is gelu_fast, the tanh GELU unary_math.h's
+// formula in float), so a fused call and linear-then-gelu on this kernel agree bit for bit.
+// Plain C++ types: the matmul and fused_linear_gelu kernels and the tests include it. CUDA
+// builds only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace kiln::cuda_kernels {
+
+/// The element type of x, w, bias, out and pre (all the same); accumulation is fp32.
+enum class SkinnyType : uint8_t { BFloat16, Float16 };
+
+/// What is applied to h = x w^T + bias before out is stored.
+enum class SkinnyEpilogue : uint8_t {
+  Bias,      ///< out = h (a linear)
+  GeluExact, ///< out = gelu(h), erf form (gelu_fast)
+  GeluTanh,  ///< out = gelu(h), tanh approximation
+};
+
+/// One call: row-major matrices, leading dimensions (row strides) in elements.
+struct SkinnyGemmArgs {
+  SkinnyType type = SkinnyType::BFloat16;
+  SkinnyEpilogue epilogue = SkinnyEpilogue::Bias;
+  int64_t m = 0, n = 0, k = 0;
+  const void* x = nullptr;     ///< [m, k], row stride ldx
+  int64_t ldx = 0;
+  const void* w = nullptr;     ///< [n, k], row stride ldw (a Linear's weight as stored)
+  int64_t ldw = 0;
+  const void* bias = nullptr;  ///< [n], contiguous, or null for no bias
+  void* out = nullptr;         ///< [m, n], row stride ldo
+  int64_t ldo = 0;
+  void* pre = nullptr;         ///< optional [m, n], row stride ldp: h (GELU epilogues only)
+  int64_t ldp = 0;
+  int split_k = 0;             ///< benchmark override: cluster size along K (1..8); 0 = chosen
+  int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
+};
+
+/// The largest m that skinny_gemm_supported() takes (16, measured on an H200:
+/// docs/notes/skinny_gemm.md); above it a plain linear through cuBLASLt is faster.
+int64_t skinny_gemm_max_m();
+
+/// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
+/// k below 2^31 - 128), k a multiple of 8, x and w 16-byte aligned with ldx, ldw multiples of 8 and
+/// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides, non-null
+/// pointers. Touches no device.
+bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
+
+/// accepts(), and the current device runs it (compute capability 8.0 or newer, an image of the
+/// kernel in this build) and the size policy says it pays: m <= skinny_gemm_max_m(), and on
+/// GPUs without thread-block clusters enough tiles to fill half the SMs; the tile's shared memory
+/// within the device's limit. Touches no stream;
+/// per-device facts are cached on first use, so a call made before a CUDA graph capture keeps
+/// runtime queries out of the capture.
+bool skinny_gemm_supported(const SkinnyGemmArgs& args);
+
+/// Enqueues the kernel on `stream` (the current device's). Throws kiln::Error when accepts()
+/// says no or the current device cannot run it; the size policy is not applied (benchmarks
+/// call it past skinny_gemm_max_m()).
+void skinny_gemm(const SkinnyGemmArgs& args, cudaStream_t stream);
+
+}  // namespace kiln::cuda_kernels

@@ -1,0 +1,493 @@
+// Kiln's skinny GEMM (ops/cuda/skinny_gemm.h): what accepts() and supported() decline and the
+// errors skinny_gemm() throws (on any machine); on a GPU that runs it, the kernel called
+// through its own interface into NaN-poisoned outputs (padding columns of a wider leading
+// dimension must stay poisoned) against float64 references on random data, for bf16 and f16,
+// every epilogue, with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and
+// 200, past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
+// 4104}, every split and warps-per-k-block override; the ops that route to it (linear, fused_linear_gelu)
+// bit for bit against the direct call and against each other (fused == gelu(linear)); linear
+// on the skinny path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the
+// fallbacks (K not a multiple of 8, unaligned rows, float32, M above the policy, a transposed
+// weight); and a replay from a CUDA graph. Elsewhere the numeric cases say they skip.
+#ifdef KILN_WITH_CUDA
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_testing.h"
+#include "ops/cuda/skinny_gemm.h"
+#include "ops/fused_linear_gelu_reference.h"
+#include "testing.h"
+
+using namespace kiln;
+using namespace kiln::testing;
+using kiln::cuda_kernels::skinny_gemm;
+using kiln::cuda_kernels::skinny_gemm_accepts;
+using kiln::cuda_kernels::skinny_gemm_max_m;
+using kiln::cuda_kernels::skinny_gemm_supported;
+using kiln::cuda_kernels::SkinnyEpilogue;
+using kiln::cuda_kernels::SkinnyGemmArgs;
+using kiln::cuda_kernels::SkinnyType;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+/// Well-formed arguments on made-up, 256-byte aligned addresses (never dereferenced): what
+/// accepts() and supported() judge without touching memory.
+SkinnyGemmArgs dummy_args(int64_t m = 64, int64_t n = 4096, int64_t k = 1024) {
+  SkinnyGemmArgs a;
+  a.m = m, a.n = n, a.k = k;
+  a.x = reinterpret_cast<const void*>(uintptr_t{0x100000});
+  a.ldx = k;
+  a.w = reinterpret_cast<const void*>(uintptr_t{0x200000});
+  a.ldw = k;
+  a.out = reinterpret_cast<void*>(uintptr_t{0x300000});
+  a.ldo = n;
+  return a;
+}
+
+/// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower.
+const int64_t kPolicyM = std::min<int64_t>(64, skinny_gemm_max_m());
+
+/// Whether this machine's current device runs the kernel.
+bool kernel_available() { return skinny_gemm_supported(dummy_args()); }
+
+cudaStream_t current_stream() { return reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()); }
+
+DType dtype_of(SkinnyType t) { return t == SkinnyType::BFloat16 ? kBFloat16 : kFloat16; }
+
+/// h = x w^T (+ b) in float64 on the host (w transposed once, i-k-j order).
+std::vector<double> reference_h(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const int64_t m = x.sizes()[0], k = x.sizes()[1], n = w.sizes()[0];
+  const std::vector<double> vx = values(x), vw = values(w);
+  std::vector<double> wt(static_cast<size_t>(k * n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t c = 0; c < k; ++c) wt[static_cast<size_t>(c * n + j)] = vw[static_cast<size_t>(j * k + c)];
+  std::vector<double> h(static_cast<size_t>(m * n), 0.0);
+  if (b.defined()) {
+    const std::vector<double> vb = values(b);
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(h.data() + i * n, vb.data(), static_cast<size_t>(n) * sizeof(double));
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    double* row = h.data() + i * n;
+    for (int64_t c = 0; c < k; ++c) {
+      const double xv = vx[static_cast<size_t>(i * k + c)];
+      const double* wr = wt.data() + c * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += xv * wr[j];
+    }
+  }
+  return h;
+}
+
+/// Host operands of one problem: x in [-1, 1), w and b scaled so h is O(1).
+struct Operands {
+  Tensor x, w, b;  // host
+  Tensor gx, gw, gb;  // device
+  std::vector<double> h;  // float64 reference, with the bias
+};
+
+Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
+  Operands o;
+  const double s = 2.0 / std::sqrt(static_cast<double>(k));
+  o.x = random({m, k}, dtype, -1, 1);
+  o.w = random({n, k}, dtype, -s, s);
+  o.b = random({n}, dtype, -0.5, 0.5);
+  o.gx = o.x.to(kGpu);
+  o.gw = o.w.to(kGpu);
+  o.gb = o.b.to(kGpu);
+  o.h = reference_h(o.x, o.w, o.b);
+  return o;
+}
+
+/// The leading dimension a case stores out and pre with: n, or wider (padding that must stay
+/// poisoned, and rows whose 8-byte stores are misaligned).
+struct Knobs {
+  int64_t pad_o = 0;
+  int split_k = 0;
+  int warps_k = 0;
+};
+
+/// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
+void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_bias, bool with_pre, Knobs knobs) {
+  const int64_t m = o.x.sizes()[0], k = o.x.sizes()[1], n = o.w.sizes()[0], ld = n + knobs.pad_o;
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(static_cast<int>(type));
+  CAPTURE(static_cast<int>(e));
+  CAPTURE(with_bias);
+  CAPTURE(with_pre);
+  CAPTURE(knobs.pad_o);
+  CAPTURE(knobs.split_k);
+  CAPTURE(knobs.warps_k);
+  const DType dtype = dtype_of(type);
+  const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
+  const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
+  SkinnyGemmArgs a;
+  a.type = type;
+  a.epilogue = e;
+  a.m = m, a.n = n, a.k = k;
+  a.x = o.gx.data_ptr(), a.ldx = k;
+  a.w = o.gw.data_ptr(), a.ldw = k;
+  a.bias = with_bias ? o.gb.data_ptr() : nullptr;
+  a.out = out.data_ptr(), a.ldo = ld;
+  a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
+  a.split_k = knobs.split_k;
+  a.warps_k = knobs.warps_k;
+  REQUIRE(skinny_gemm_accepts(a));
+  skinny_gemm(a, current_stream());
+  cuda::synchronize();
+
+  const std::vector<double> vb = values(o.b);
+  std::vector<double> want_h(static_cast<size_t>(m * n)), want_out(want_h.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t idx = static_cast<size_t>(i * n + j);
+      const double h = o.h[idx] - (with_bias ? 0.0 : vb[static_cast<size_t>(j)]);
+      want_h[idx] = h;
+      want_out[idx] = e == SkinnyEpilogue::Bias ? h : gelu_reference(h, e == SkinnyEpilogue::GeluTanh);
+    }
+  const auto split = [&](const Tensor& t, std::vector<double>& inside, int64_t& padding_written) {
+    const std::vector<double> v = values(t.cpu());
+    inside.resize(static_cast<size_t>(m * n));
+    padding_written = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ld; ++j) {
+        const double x = v[static_cast<size_t>(i * ld + j)];
+        if (j < n) inside[static_cast<size_t>(i * n + j)] = x;
+        else padding_written += std::isnan(x) ? 0 : 1;
+      }
+  };
+  std::vector<double> got;
+  int64_t stray = 0;
+  split(out, got, stray);
+  CHECK(stray == 0);
+  CHECK(relative_norm_error(got, want_out) <= norm_tolerance(dtype));  // NaN (unwritten) fails
+  if (with_pre) {
+    split(pre, got, stray);
+    CHECK(stray == 0);
+    CHECK(relative_norm_error(got, want_h) <= norm_tolerance(dtype));
+  }
+}
+
+/// Every epilogue, bias on/off, pre on/off (GELU only), both types, for one shape.
+void check_shape(int64_t m, int64_t n, int64_t k, Knobs knobs = {}) {
+  for (SkinnyType type : {SkinnyType::BFloat16, SkinnyType::Float16}) {
+    const Operands o = make_operands(m, n, k, dtype_of(type));
+    check_call(o, type, SkinnyEpilogue::Bias, true, false, knobs);
+    check_call(o, type, SkinnyEpilogue::Bias, false, false, knobs);
+    for (SkinnyEpilogue e : {SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh}) {
+      check_call(o, type, e, true, true, knobs);
+      check_call(o, type, e, true, false, knobs);
+      check_call(o, type, e, false, true, knobs);
+    }
+  }
+}
+
+/// Bitwise equality of two tensors of one shape (NaN equal to NaN).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<double> va = values(a.cpu()), vb = values(b.cpu());
+  if (va.size() != vb.size()) return false;
+  for (size_t i = 0; i < va.size(); ++i)
+    if (!(va[i] == vb[i] || (std::isnan(va[i]) && std::isnan(vb[i]))) || std::signbit(va[i]) != std::signbit(vb[i]))
+      return false;
+  return true;
+}
+
+/// x with rows K + 4 apart (a column slice of a wider matrix): the skinny kernel declines it
+/// (ldx not a multiple of 8), cuBLASLt takes it, with the same values.
+Tensor unaligned_rows(const Tensor& x) {
+  const int64_t m = x.sizes()[0], k = x.sizes()[1];
+  Tensor wide = full({m, k + 4}, 0.0, TensorOptions(x.dtype()).device(x.device()));
+  wide.slice(1, 0, k).copy_(x);
+  return wide.slice(1, 0, k);
+}
+
+}  // namespace
+
+TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
+  const SkinnyGemmArgs base = dummy_args();
+  CHECK(skinny_gemm_accepts(base));
+  SkinnyGemmArgs a = base;
+  a.m = 0;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.n = 0;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.k = 0;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.k = 1020, a.ldx = 1024, a.ldw = 1024;  // k not a multiple of 8
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.ldx = 1028;  // rows 2056 bytes apart: not 16-byte aligned
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.ldw = 1030;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.ldx = 1016;  // row stride below k
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.ldw = 512;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.ldo = 4095;  // row stride below n
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.x = static_cast<const char*>(a.x) + 8;  // base not 16-byte aligned
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.w = static_cast<const char*>(a.w) + 2;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.x = nullptr;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.w = nullptr;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.out = nullptr;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.pre = a.out, a.ldp = a.n;  // pre with the plain linear epilogue
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.epilogue = SkinnyEpilogue::GeluExact, a.pre = a.out, a.ldp = a.n - 1;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.ldp = a.n;
+  CHECK(skinny_gemm_accepts(a));
+  a = base, a.split_k = 9;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.split_k = -1;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.warps_k = 3;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.m = int64_t{65535} * 64 + 1;  // past the grid's row tiles
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.n = int64_t{1} << 31;
+  a.ldo = a.n;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.k = int64_t{1} << 31, a.ldx = a.k, a.ldw = a.k;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+}
+
+TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on what it cannot run") {
+  CHECK(skinny_gemm_max_m() >= 16);
+  CHECK_FALSE(skinny_gemm_supported(dummy_args(skinny_gemm_max_m() + 1)));
+  SkinnyGemmArgs bad = dummy_args();
+  bad.k = 12, bad.ldx = 12, bad.ldw = 12;
+  CHECK_FALSE(skinny_gemm_supported(bad));
+  CHECK_THROWS_WITH_AS(skinny_gemm(bad, nullptr),
+                       doctest::Contains("skinny_gemm: cannot take m = 64, n = 4096, k = 12"), Error);
+  bad = dummy_args(), bad.pre = bad.out, bad.ldp = bad.n;
+  CHECK_THROWS_WITH_AS(skinny_gemm(bad, nullptr), doctest::Contains("skinny_gemm: cannot take"), Error);
+  if (!kernel_available()) {
+    // No device that runs it: the call says so rather than launching.
+    CHECK_THROWS_WITH_AS(skinny_gemm(dummy_args(), nullptr),
+                         doctest::Contains("skinny_gemm: the current device cannot run the kernel"), Error);
+  }
+}
+
+TEST_CASE("skinny_gemm matches float64 on random data: M in {1, 7, 20, 64, 127, 128}, N and K off the tiles") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM (compute capability 8.0+ with this build's image)");
+    return;
+  }
+  manual_seed(1501);
+  for (int64_t m : {1, 7, 20, 64, 127, 128})  // x tiles of 16, 16, 32, 64, 128, 128 rows
+    for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{
+             {4096, 1024}, {1024, 4096}, {1000, 120}, {4104, 8}, {8, 4104}, {120, 1000}})
+      check_shape(m, n, k);
+}
+
+TEST_CASE("skinny_gemm: every split and warps-per-k-block override, wide leading dimensions, M past the policy") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1502);
+  for (int split = 1; split <= 8; ++split)
+    for (int wk : {2, 4}) check_shape(33, 1000, 1024, {.split_k = split, .warps_k = wk});
+  for (int wk : {2, 4})
+    for (int64_t m : {5, 20, 64, 100}) check_shape(m, 1024, 4104, {.warps_k = wk});
+  check_shape(64, 1024, 4104, {.split_k = 5});
+  check_shape(127, 1000, 1000, {.pad_o = 3, .warps_k = 2});
+  check_shape(7, 4104, 1024, {.pad_o = 5});
+  check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3});
+  check_shape(200, 1024, 1024);  // two row tiles of 128: the direct call takes it past the policy
+  check_shape(1, 8, 8);
+}
+
+TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(linear) bit for bit") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1503);
+  for (DType dt : {kBFloat16, kFloat16})
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
+      CAPTURE(dt);
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      const Operands o = make_operands(m, n, k, dt);
+      SkinnyGemmArgs a;
+      a.type = dt == kBFloat16 ? SkinnyType::BFloat16 : SkinnyType::Float16;
+      a.m = m, a.n = n, a.k = k;
+      a.x = o.gx.data_ptr(), a.ldx = k;
+      a.w = o.gw.data_ptr(), a.ldw = k;
+      a.bias = o.gb.data_ptr();
+      a.ldo = n;
+      const Tensor direct = full({m, n}, kNaN, TensorOptions(dt).device(kGpu));
+      a.out = direct.data_ptr();
+      REQUIRE(skinny_gemm_supported(a));
+      skinny_gemm(a, current_stream());
+      const Tensor lin = linear(o.gx, o.gw, o.gb);
+      CHECK(same_bits(lin, direct));
+      for (const char* mode : {"none", "tanh"}) {
+        CAPTURE(mode);
+        const Tensor fused = fused_linear_gelu(o.gx, o.gw, o.gb, mode);
+        CHECK(same_bits(fused, gelu(lin, mode)));
+        const Tensor direct_gelu = full({m, n}, kNaN, TensorOptions(dt).device(kGpu));
+        a.epilogue = std::strcmp(mode, "tanh") == 0 ? SkinnyEpilogue::GeluTanh : SkinnyEpilogue::GeluExact;
+        a.out = direct_gelu.data_ptr();
+        skinny_gemm(a, current_stream());
+        CHECK(same_bits(fused, direct_gelu));
+        a.epilogue = SkinnyEpilogue::Bias;
+        // The pre-activation the op saves for backward is the linear's result.
+        const Tensor wg = o.gw.detach().clone().requires_grad_();
+        const Tensor fused_grad = fused_linear_gelu(o.gx, wg, o.gb, mode);
+        CHECK(same_bits(fused_grad.detach(), fused));
+      }
+    }
+}
+
+TEST_CASE("skinny_gemm: linear on the skinny path agrees with cuBLASLt; NaN and Inf land where it puts them") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1504);
+  for (DType dt : {kBFloat16, kFloat16})
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {1, 1024, 1024}}) {
+      CAPTURE(dt);
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      const Operands o = make_operands(m, n, k, dt);
+      const Tensor xl = unaligned_rows(o.gx);  // cuBLASLt's path (the skinny kernel declines ldx = k + 4)
+      SkinnyGemmArgs a = dummy_args(m, n, k);
+      a.x = xl.data_ptr(), a.ldx = xl.strides()[0];
+      CHECK_FALSE(skinny_gemm_supported(a));
+      const Tensor skinny = linear(o.gx, o.gw, o.gb), lt = linear(xl, o.gw, o.gb);
+      CHECK(relative_norm_error(values(skinny.cpu()), values(lt.cpu())) <= norm_tolerance(dt));
+      CHECK(relative_norm_error(values(skinny.cpu()), o.h) <= norm_tolerance(dt));
+      CHECK(relative_norm_error(values(lt.cpu()), o.h) <= norm_tolerance(dt));
+    }
+  // Specials: rows of x holding +Inf, -Inf, NaN; output column 0 of the Inf rows is +-Inf.
+  for (DType dt : {kBFloat16, kFloat16})
+    for (const char* mode : {"none", "tanh"}) {
+      CAPTURE(dt);
+      CAPTURE(mode);
+      const int64_t m = 6, n = 24, k = 64;
+      std::vector<double> vx = values(random({m, k}, kFloat64, -1, 1));
+      std::vector<double> vw = values(random({n, k}, kFloat64, -1, 1));
+      vx[0 * k + 1] = kInf;
+      vx[1 * k + 2] = -kInf;
+      vx[2 * k + 0] = kNaN;
+      vw[0 * k + 1] = 0.5;
+      vw[0 * k + 2] = -0.5;
+      const Tensor x = from_vector(vx, {m, k}).to(dt).to(kGpu);
+      const Tensor w = from_vector(vw, {n, k}).to(dt).to(kGpu);
+      const Tensor b = random({n}, dt, -0.5, 0.5).to(kGpu);
+      const std::vector<double> f = values(fused_linear_gelu(x, w, b, mode).cpu());
+      const std::vector<double> u = values(gelu(linear(unaligned_rows(x), w, b), mode).cpu());  // cuBLASLt + gelu
+      int specials = 0;
+      for (size_t i = 0; i < f.size(); ++i) {
+        CAPTURE(i);
+        CHECK(std::isnan(f[i]) == std::isnan(u[i]));
+        CHECK(std::isinf(f[i]) == std::isinf(u[i]));
+        if (std::isinf(f[i])) CHECK(f[i] == u[i]);
+        specials += std::isfinite(f[i]) ? 0 : 1;
+      }
+      CHECK(specials >= 3 * static_cast<int>(n));  // rows 0, 1 and 2 are all special
+    }
+}
+
+TEST_CASE("skinny_gemm: the fallbacks compute the same results through cuBLASLt") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1505);
+  struct Case {
+    const char* name;
+    Tensor x, w;
+  };
+  const DType bf = kBFloat16;
+  const int64_t over = skinny_gemm_max_m() + 1;
+  const std::vector<Case> cases = {
+      {"k not a multiple of 8", random({16, 100}, bf, -1, 1), random({256, 100}, bf, -0.2, 0.2)},
+      {"m above the policy", random({over, 64}, bf, -1, 1), random({256, 64}, bf, -0.2, 0.2)},
+      {"float32", random({16, 64}, kFloat32, -1, 1), random({256, 64}, kFloat32, -0.2, 0.2)},
+      {"transposed weight", random({16, 64}, bf, -1, 1), random({64, 256}, bf, -0.2, 0.2).t()},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Tensor b = random({c.w.sizes()[0]}, c.x.dtype(), -0.5, 0.5);
+    const std::vector<double> h = reference_h(c.x, c.w.contiguous(), b);
+    const Tensor gx = c.x.to(kGpu), gw = c.w.to(kGpu), gb = b.to(kGpu);
+    CHECK(relative_norm_error(values(linear(gx, gw, gb).cpu()), h) <= norm_tolerance(c.x.dtype()));
+    std::vector<double> g = h;
+    for (double& v : g) v = gelu_reference(v, false);
+    CHECK(relative_norm_error(values(fused_linear_gelu(gx, gw, gb, "none").cpu()), g) <= norm_tolerance(c.x.dtype()));
+  }
+  // An x whose rows are not 16-byte aligned: supported() says no, the ops still compute it.
+  const Operands o = make_operands(8, 256, 64, bf);
+  const Tensor xl = unaligned_rows(o.gx);
+  CHECK(relative_norm_error(values(linear(xl, o.gw, o.gb).cpu()), o.h) <= norm_tolerance(bf));
+}
+
+TEST_CASE("skinny_gemm: captured into a CUDA graph, a replay recomputes it") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1506);
+  const Operands o = make_operands(64, 1024, 4096, kBFloat16);
+  Tensor out = full({64, 1024}, kNaN, TensorOptions(kBFloat16).device(kGpu));
+  const Tensor pre = full({64, 1024}, kNaN, TensorOptions(kBFloat16).device(kGpu));
+  SkinnyGemmArgs a;
+  a.epilogue = SkinnyEpilogue::GeluExact;
+  a.m = 64, a.n = 1024, a.k = 4096;
+  a.x = o.gx.data_ptr(), a.ldx = 4096;
+  a.w = o.gw.data_ptr(), a.ldw = 4096;
+  a.bias = o.gb.data_ptr();
+  a.out = out.data_ptr(), a.ldo = 1024;
+  a.pre = pre.data_ptr(), a.ldp = 1024;
+  REQUIRE(skinny_gemm_accepts(a));
+  REQUIRE(kernel_available());  // per-device facts settled before the capture
+  cuda::synchronize();
+  OwnedStream stream;
+  cudaGraph_t graph = nullptr;
+  CUDA_REQUIRE(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+  skinny_gemm(a, stream.get());
+  CUDA_REQUIRE(cudaStreamEndCapture(stream.get(), &graph));
+  size_t nodes = 0;
+  CUDA_REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes));
+  CHECK(nodes == 1);  // one kernel: the split-K reduction needs no second node
+  cudaGraphExec_t exec = nullptr;
+  CUDA_REQUIRE(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_REQUIRE(cudaGraphLaunch(exec, stream.get()));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream.get()));
+  std::vector<double> want = o.h;
+  CHECK(relative_norm_error(values(pre.cpu()), want) <= 1e-2);
+  for (double& v : want) v = gelu_reference(v, false);
+  CHECK(relative_norm_error(values(out.cpu()), want) <= 1e-2);
+  const Tensor first = out.clone();
+  out.fill_(kNaN);
+  cuda::synchronize();
+  CUDA_REQUIRE(cudaGraphLaunch(exec, stream.get()));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream.get()));
+  CHECK(same_bits(out, first));  // deterministic: the cluster sums its partials in rank order
+  CUDA_REQUIRE(cudaGraphExecDestroy(exec));
+  CUDA_REQUIRE(cudaGraphDestroy(graph));
+}
+
+#endif  // KILN_WITH_CUDA
