@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..v5>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..v7>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize                        a few small calls of every variant (run it under
@@ -11,7 +11,11 @@
 // Variants (16-bit outputs through TMA stores; 128x256 cooperative, 128x128 ping-pong tiles):
 // v0 cooperative, GELU in the consumers, 4 stages (half-tile staging); v1 cooperative, GELU
 // offloaded to the producer warpgroup's spare warps, 3 stages; v2 cooperative, GELU in the
-// consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2.
+// consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2; v6 (v5 of
+// the notes) cooperative, 3 stages, each tile's GELU and out stores interleaved with the next
+// tile's mainloop (the CTA's last tile in registers); v7 = v6 with gelu_fast's degree-5 candidate;
+//   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
+//   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
 // scripts/sm90_gpu_check.sh builds and runs it.
 #define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
 #include <cublasLt.h>
@@ -45,7 +49,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 6;
+constexpr int kNumVariants = 8;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -53,10 +57,13 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 1, Epilogue::RegistersWholeTile},
                                                {Schedule::Pingpong, 1, Epilogue::Registers},
                                                {Schedule::Cooperative, 2, Epilogue::Offload},
-                                               {Schedule::Pingpong, 2, Epilogue::Registers}};
+                                               {Schedule::Pingpong, 2, Epilogue::Registers},
+                                               {Schedule::Cooperative, 1, Epilogue::Interleaved},
+                                               {Schedule::Cooperative, 1, Epilogue::InterleavedShortFit}};
 const char* kVariantNames[kNumVariants] = {"coop 4st GELU in consumers", "coop 3st GELU offloaded",
                                            "coop 3st GELU in consumers", "pp 6st",
-                                           "coop c2 3st GELU offloaded", "pp c2 6st"};
+                                           "coop c2 3st GELU offloaded", "pp c2 6st",
+                                           "coop 3st GELU interleaved",      "coop 3st interleaved deg-5 GELU"};
 
 size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
 const char* tname(Sm90GemmType t) {
@@ -278,25 +285,31 @@ int correct(const std::string& what) {
   std::mt19937_64 rng(20261117);
   int failures = 0;
   double worst = 0;
-  const int variant = what == "dispatch" ? -1 : what[1] - '0';
-  std::printf("== correctness: %s\n", variant < 0 ? "public dispatch" : kVariantNames[variant]);
+  // "dispatch": the public entry; "vN": variant N on the variant list; "fullN": variant N on
+  // the dispatch's list (what a switch of the dispatch to N must pass).
+  const bool full = what.rfind("full", 0) == 0;
+  const int variant = what == "dispatch" ? -1 : what.back() - '0';
+  std::printf("== correctness: %s%s\n", variant < 0 ? "public dispatch" : kVariantNames[variant],
+              full ? " (dispatch case list)" : "");
   const int64_t edge[] = {1, 7, 127, 1000, 4095, 4097};
-  if (variant < 0) {
-    failures += check_declines();
+  if (variant < 0 || full) {
+    if (variant < 0) failures += check_declines();
     for (Sm90GemmType t : {Sm90GemmType::BFloat16, Sm90GemmType::Float16, Sm90GemmType::TF32}) {
       int i = 0;
       for (int64_t m : edge)
         for (int64_t n : edge) {
           const int64_t k = (i % 3 == 0) ? 64 : (i % 3 == 1) ? 136 : 1000;
-          failures += run_case({t, m, n, k, i % 2 == 0, i % 4 < 2, (i % 5 == 0) ? 8 : 0}, -1, rng, &worst) ? 0 : 1;
+          failures +=
+              run_case({t, m, n, k, i % 2 == 0, i % 4 < 2, (i % 5 == 0) ? 8 : 0}, variant, rng, &worst) ? 0 : 1;
           ++i;
         }
       const int64_t k_small = t == Sm90GemmType::TF32 ? 4 : 8;
       for (Case c : {Case{t, 4095, 4097, 4096, true, true}, Case{t, 1000, 127, 4096, true, false},
                      Case{t, 127, 1000, 4104, false, true}, Case{t, 7, 7, k_small, true, true},
                      Case{t, 1, 1, k_small, false, false}, Case{t, 4097, 4095, k_small, true, true},
-                     Case{t, 2048, 2048, 2048, true, true, 8}})
-        failures += run_case(c, -1, rng, &worst) ? 0 : 1;
+                     Case{t, 2048, 2048, 2048, true, true, 8}, Case{t, 4500, 4700, 520, true, false},
+                     Case{t, 4500, 4700, 264, false, true, 8}})
+        failures += run_case(c, variant, rng, &worst) ? 0 : 1;
     }
   } else {
     const Sm90GemmType t = Sm90GemmType::BFloat16;
@@ -323,9 +336,90 @@ int sanitize() {
     failures += run_case({Sm90GemmType::BFloat16, 200, 300, 200, true, true, 8}, v, rng, &worst) ? 0 : 1;
     failures += run_case({Sm90GemmType::TF32, 130, 260, 36, true, false}, v, rng, &worst) ? 0 : 1;
   }
+  // Interleaved GELU: more tiles than SMs, so CTAs defer a tile's GELU to the next mainloop.
+  failures += run_case({Sm90GemmType::BFloat16, 1100, 4700, 72, true, true}, 6, rng, &worst) ? 0 : 1;
   failures += run_case({Sm90GemmType::Float16, 1, 7, 8, false, true}, -1, rng, &worst) ? 0 : 1;
   std::printf("RESULT sanitize-run: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
+}
+
+// ---- gelu_fast on every 16-bit input ------------------------------------------------------
+
+template <typename T, int Degree>
+__global__ void gelu_every_value_kernel(const uint16_t* in, uint16_t* out, float* wide) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= 65536) return;
+  T v;
+  std::memcpy(&v, &in[i], 2);
+  const float g = kiln::cuda_kernels::gelu_fast<Degree>(static_cast<float>(v));
+  wide[i] = g;
+  const T r = static_cast<T>(g);
+  std::memcpy(&out[i], &r, 2);
+}
+
+/// gelu_fast over all 65536 inputs of type t, rounded to t, against the float64 value rounded to
+/// t (as tests/cuda/test_cuda_basics.cpp checks through the unary op): results must be correctly
+/// rounded or one unit in the last place off, and may flush below the smallest normal. Also the
+/// worst relative error of the float result (before rounding) where the exact value is >= 2^-126.
+template <int Degree>
+int gelu_type(Sm90GemmType t) {
+  std::vector<uint16_t> in(65536), out(65536);
+  std::vector<float> wide(65536);
+  for (uint32_t b = 0; b < 65536; ++b) in[b] = static_cast<uint16_t>(b);
+  uint16_t *din = nullptr, *dout = nullptr;
+  float* dwide = nullptr;
+  CK(cudaMalloc(&din, 2 * 65536));
+  CK(cudaMalloc(&dout, 2 * 65536));
+  CK(cudaMalloc(&dwide, 4 * 65536));
+  CK(cudaMemcpy(din, in.data(), 2 * 65536, cudaMemcpyHostToDevice));
+  if (t == Sm90GemmType::BFloat16)
+    gelu_every_value_kernel<__nv_bfloat16, Degree><<<256, 256>>>(din, dout, dwide);
+  else
+    gelu_every_value_kernel<__half, Degree><<<256, 256>>>(din, dout, dwide);
+  CK(cudaGetLastError());
+  CK(cudaMemcpy(out.data(), dout, 2 * 65536, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(wide.data(), dwide, 4 * 65536, cudaMemcpyDeviceToHost));
+  for (void* p : {static_cast<void*>(din), static_cast<void*>(dout), static_cast<void*>(dwide)}) CK(cudaFree(p));
+  const double smallest_normal = t == Sm90GemmType::BFloat16 ? 0x1p-126 : 0x1p-14;
+  int64_t off_by_one = 0, bad = 0, flushed = 0;
+  double worst_rel = 0, worst_at = 0;
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const double v = load_bits(t, &in[b]);
+    const double want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    const double got = load_bits(t, &out[b]);
+    if (std::isnan(want)) {
+      bad += std::isnan(got) ? 0 : 1;
+      continue;
+    }
+    if (std::fabs(want) >= 0x1p-126 && std::isfinite(want)) {
+      const double rel = std::fabs(static_cast<double>(wide[b]) - want) / std::fabs(want);
+      if (rel > worst_rel) worst_rel = rel, worst_at = v;
+    }
+    if (std::fabs(want) < smallest_normal) {
+      const bool ok = std::fabs(got) <= smallest_normal;
+      bad += ok ? 0 : 1;
+      flushed += (ok && got != round_to(t, static_cast<float>(want))) ? 1 : 0;
+      continue;
+    }
+    uint16_t want_bits = 0;
+    store_bits(t, static_cast<float>(want), &want_bits);
+    const int d = std::abs(static_cast<int>(want_bits) - static_cast<int>(out[b]));
+    if (d > 1) {
+      if (bad < 5) std::printf("  %s gelu(%.9g) = %.9g, want %.9g\n", tname(t), v, got, want);
+      ++bad;
+    }
+    off_by_one += d == 1 ? 1 : 0;
+  }
+  std::printf("RESULT gelu (degree %d) %s: %lld of 65536 more than 1 ulp off, %lld one ulp off, %lld below the smallest normal "
+              "not correctly rounded; worst float relative error %.2e at x = %.6g\n",
+              Degree, tname(t), static_cast<long long>(bad), static_cast<long long>(off_by_one),
+              static_cast<long long>(flushed), worst_rel, worst_at);
+  return bad == 0 ? 0 : 1;
+}
+
+int gelu_exhaustive() {
+  return gelu_type<9>(Sm90GemmType::BFloat16) | gelu_type<9>(Sm90GemmType::Float16) |
+         gelu_type<5>(Sm90GemmType::BFloat16) | gelu_type<5>(Sm90GemmType::Float16);
 }
 
 // ---- benchmark ----------------------------------------------------------------------------
@@ -522,13 +616,13 @@ int bench(const std::vector<int>& variants) {
         median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1) continue;
+      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1 && v != 6 && v != 7) continue;
       row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
     }
     const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
     if (target)
       for (int v : variants) {
-        if (v != 0 && v != 1) continue;
+        if (v != 0 && v != 1 && v != 6 && v != 7) continue;
         for (int skip : {1, 2}) {
           sm90::Variant var = kVariants[v];
           var.bench_skip = skip;
@@ -542,7 +636,7 @@ int bench(const std::vector<int>& variants) {
         row(name, median_us(ours(&var, true), reps, s), t_bias);
       }
     if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : {0, 1})
+      for (int v : {0, 6})
         for (int g : {8, 32}) {
           sm90::Variant var = kVariants[v];
           var.group_m = g;
@@ -576,6 +670,7 @@ int main(int argc, char** argv) {
       if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
     return bench(variants);
   }
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v5> | sanitize | bench [0,1,2,3,4,5]\n", argv[0]);
+  if (mode == "gelu") return gelu_exhaustive();
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v7|full0..full7> | sanitize | gelu | bench [0,1,...,7]\n", argv[0]);
   return 2;
 }

@@ -13,8 +13,10 @@
 //     stores have read it (a buffer of half a tile leaves room for one more pipeline stage);
 //   - direct (TF32's float output, or unaligned outputs): each thread stores its accumulator
 //     pairs straight to global memory, bounds-checked.
-// gelu_in_place is the benchmark-only variant's worker loop (the GELU offloaded to the
-// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md).
+// gelu_in_place is the benchmark-only v4 variant's worker loop (the GELU offloaded to the
+// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md);
+// gelu_vector is v5's unit of work: the consumers apply the GELU to the previous tile's staged
+// pre-activation, 16 bytes per thread at a time, between the wgmma of the next tile.
 #pragma once
 
 #include <cuda.h>
@@ -53,11 +55,11 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(float v) { return v; }
 
-/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results,
-/// erff for float32.
-template <typename T>
+/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results
+/// (Degree: its polynomial's, gelu_fast.cuh), erff for float32.
+template <typename T, int Degree = 9>
 __device__ __forceinline__ float gelu_exact(float x) {
-  if constexpr (sizeof(T) == 2) return gelu_fast(x);
+  if constexpr (sizeof(T) == 2) return gelu_fast<Degree>(x);
   else return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
 }
 
@@ -143,7 +145,8 @@ __device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBloc
 #pragma unroll
   for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
-    for (int i = 0; i < Cfg::kBlockN / 2; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element>(acc[mi][i]);
+    for (int i = 0; i < Cfg::kBlockN / 2; ++i)
+      acc[mi][i] = gelu_exact<typename Cfg::Element, Cfg::kGeluDegree>(acc[mi][i]);
 }
 
 /// Direct store of the tile's values in acc to `base` (row stride ld): thread (warp, lane)
@@ -248,6 +251,24 @@ __device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int wo
     }
     st_shared_v4(buffer + offset, v);
   }
+}
+
+/// One 16-byte vector of the 16-bit T at `address` in shared memory replaced by its GELU (v5's
+/// interleaved epilogue: 8 independent evaluations per thread between two wgmma groups).
+template <typename T, int Degree>
+__device__ __forceinline__ void gelu_vector(uint32_t address) {
+  uint4 v = ld_shared_v4(address);
+  uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float2 f;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
+    else
+      f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
+    w[e] = pack_two<T>(gelu_exact<T, Degree>(f.x), gelu_exact<T, Degree>(f.y));
+  }
+  st_shared_v4(address, v);
 }
 
 #endif  // KILN_SM90A_DEVICE

@@ -38,6 +38,8 @@ enum class Epilogue : uint8_t {
   Registers,           ///< consumers apply it in registers; half-tile staging, deeper ring
   RegistersWholeTile,  ///< the same with whole-tile staging and one stage less
   Offload,             ///< cooperative only: the producer warpgroup's spare warps apply it
+  Interleaved,         ///< cooperative only: the consumers apply it during the next tile's mainloop
+  InterleavedShortFit, ///< the same with gelu_fast's degree-5 candidate fit (benchmark harness only)
 };
 
 /// One runnable choice: schedule, cluster size (1, or 2 with w multicast), epilogue, raster group.
@@ -60,7 +62,9 @@ struct ConfigSelect {
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
-      TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload>,
+      TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
+                 kHalf && (E == Epilogue::Interleaved || E == Epilogue::InterleavedShortFit),
+                 E == Epilogue::InterleavedShortFit ? 5 : 9>,
       TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64>>;
 };
 template <typename T, Schedule S, int C, Epilogue E>
@@ -263,6 +267,18 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
         launch_config<ConfigFor<T, S, C, Epilogue::RegistersWholeTile>>(a, stream, v);
         return;
       case Epilogue::Offload: launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v); return;
+      case Epilogue::Interleaved:
+        if constexpr (S == Schedule::Cooperative)
+          launch_config<ConfigFor<T, S, C, Epilogue::Interleaved>>(a, stream, v);
+        else
+          KILN_CHECK(false, "sm90_linear_gelu: the interleaved epilogue needs the cooperative schedule");
+        return;
+      case Epilogue::InterleavedShortFit:
+        if constexpr (S == Schedule::Cooperative)
+          launch_config<ConfigFor<T, S, C, Epilogue::InterleavedShortFit>>(a, stream, v);
+        else
+          KILN_CHECK(false, "sm90_linear_gelu: the interleaved epilogue needs the cooperative schedule");
+        return;
     }
   };
   if (v.schedule == Schedule::Pingpong) {

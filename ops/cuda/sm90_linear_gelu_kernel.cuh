@@ -47,8 +47,11 @@
 namespace kiln::cuda_kernels::sm90 {
 
 /// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
-/// depth, staged store width, and whether the GELU runs in the producer warpgroup's spare warps.
-template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false>
+/// depth, staged store width, and where the GELU of a staged tile runs: in the consumers'
+/// registers (neither flag), the producer warpgroup's spare warps (Offload), or in the
+/// consumers during the next tile's mainloop (Interleave, v5).
+template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
+          bool Interleave = false, int GeluDegree = 9>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -70,13 +73,16 @@ struct TileConfig {
   static constexpr int kThreads = 384;
   static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
   static constexpr bool kOffload = Offload;
+  static constexpr bool kInterleave = Interleave;
+  static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's polynomial (9 shipped; 5 a harness candidate)
   static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
   static constexpr int kProducerRegisters = Offload ? 56 : 24;
   static constexpr int kConsumerRegisters = Offload ? 224 : 240;
-  static_assert(!Offload || (!Pingpong && kCanStage && StageCols == BlockN),
-                "TileConfig: the offloaded GELU needs the cooperative schedule and whole-tile staging");
+  static_assert(!(Offload || Interleave) || (!Pingpong && kCanStage && StageCols == BlockN),
+                "TileConfig: a deferred GELU needs the cooperative schedule and whole-tile staging");
+  static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
@@ -245,6 +251,41 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int step = Cfg::kPingpong ? 2 : 1;
     uint32_t turns = 0;     // ping-pong: turns waited for so far
     uint32_t handoffs = 0;  // offload: tiles handed to the workers so far
+#if defined(KILN_SM90_BENCH_HOOKS)
+    const bool deferred_gelu = p.bench_skip != 1;
+#else
+    constexpr bool deferred_gelu = true;
+#endif
+    // Interleave (v5): the previous tile's half, staged in `staging` as the bias-added
+    // pre-activation rounded to T, waits for its GELU and stores at (pending_m0, pending_n0).
+    // Its kUnits units of work (one 16-byte vector per thread each; kVectors per 64-column
+    // block, the TMA store box) are spread over this tile's k blocks: the warpgroup's issue
+    // slots are idle while its wgmma run, and the units use none of the accumulators.
+    constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+    constexpr int kVectors = kBlockBytes / (16 * 128);  // per thread per block
+    constexpr int kUnits = kVectors * (Cfg::kBlockN / 64);
+    bool pending = false;
+    int pending_m0 = 0, pending_n0 = 0;
+    [[maybe_unused]] auto deferred_unit = [&](int j) {
+      const int block = j / kVectors, r = j % kVectors;
+      const uint32_t block_address = staging + block * kBlockBytes;
+      if (r == 0 && p.pre != nullptr) {
+        // The pre store of this block (one bulk group per block, committed before the out
+        // stores of the blocks before it) has read it: at most kBlocks - 1 later groups remain.
+        if (thread == 0) bulk_wait_group_read_n<Cfg::kBlockN / 64 - 1>();
+        named_barrier_sync(1 + consumer, 128);
+      }
+      if (deferred_gelu) gelu_vector<T, Cfg::kGeluDegree>(block_address + (r * 128 + thread) * 16);
+      if (r == kVectors - 1) {
+        // The block is done: hand it to a TMA store (which clips rows and columns past [M, N]).
+        fence_proxy_async_shared();
+        named_barrier_sync(1 + consumer, 128);
+        if (thread == 0) {
+          tma_store_2d(&map_out, block_address, pending_n0 + 64 * block, pending_m0);
+          bulk_commit_group();
+        }
+      }
+    };
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -262,6 +303,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       BiasPair<T> bias_pair{};
       if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
       int previous_stage = 0;
+      // Interleave: units done so far, and the k blocks they are spread over (three quarters of
+      // the mainloop, so the last block's store has read the buffer before it is reused).
+      int units_done = 0;
+      const int span = max(1, (3 * p.k_blocks) / 4);
       for (int kb = 0; kb < p.k_blocks; ++kb) {
         const int64_t it = it0 + kb;
         const int s = static_cast<int>(it % kStages);
@@ -280,6 +325,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
         wgmma_commit_group();
+        if constexpr (Cfg::kInterleave) {
+          if (pending) {
+            const int target = min(kUnits, ((kb + 1) * kUnits + span - 1) / span);
+            for (; units_done < target; ++units_done) deferred_unit(units_done);
+          }
+        }
         if (kb > 0) {
           // The previous k block's wgmma group is done: its stage can be refilled.
           wgmma_wait_group<1>();
@@ -314,12 +365,38 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         store_tile_direct<Cfg>(acc, static_cast<T*>(base), ld, pair != 0, m0 + row_in_tile + warp * 16 + lane / 4,
                                n0 + 2 * (lane % 4), p.m, p.n);
       };
+      pending = false;  // (its units all ran: target reaches kUnits at kb = span - 1)
       // The shared bias copy: every thread is past the previous tile's add_bias (first barrier),
-      // then the copy is complete (second).
+      // then the copy is complete (second). Interleave: the buffer is free once the previous
+      // tile's stores have read it (thread 0 waits before the first barrier).
+      if constexpr (Cfg::kInterleave) {
+        if (p.staged != 0 && thread == 0) bulk_wait_group_read();
+      }
       named_barrier_sync(1 + consumer, 128);
       if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
       named_barrier_sync(1 + consumer, 128);
       add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if constexpr (Cfg::kInterleave) {
+        if (p.staged != 0 && u + clusters < units) {
+          // Not this CTA's last tile: stage the pre-activation, rounded to T (what the unfused
+          // linear stores), store pre from it now, and leave the GELU and the out stores to the
+          // next tile's mainloop. The last tile takes the in-register path below.
+          stmatrix_columns<Cfg>(acc, staging, thread, 0, Cfg::kBlockN / 16);
+          fence_proxy_async_shared();
+          named_barrier_sync(1 + consumer, 128);
+          if (p.pre != nullptr && thread == 0) {
+#pragma unroll
+            for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb) {
+              tma_store_2d(&map_pre, staging + cb * kBlockBytes, n0 + 64 * cb, m0 + row_in_tile);
+              bulk_commit_group();
+            }
+          }
+          pending = true;
+          pending_m0 = m0 + row_in_tile;
+          pending_n0 = n0;
+          continue;
+        }
+      }
       if constexpr (Cfg::kOffload) {
         if (p.staged != 0) {
           // Hand the pre-activation, rounded to T, to the workers: they store pre, apply the
