@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..v7>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..v9>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize                        a few small calls of every variant (run it under
@@ -14,6 +14,8 @@
 // consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2; v6 (v5 of
 // the notes) cooperative, 3 stages, each tile's GELU and out stores interleaved with the next
 // tile's mainloop (the CTA's last tile in registers); v7 = v6 with gelu_fast's degree-5 candidate;
+// v8 = v0 with each store chunk's GELU just before its store (the second chunk's GELU overlaps
+// the first chunk's TMA store); v9 = v8 with the degree-5 candidate;
 //   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
 //   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
 // scripts/sm90_gpu_check.sh builds and runs it.
@@ -49,7 +51,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 8;
+constexpr int kNumVariants = 10;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -59,11 +61,14 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 2, Epilogue::Offload},
                                                {Schedule::Pingpong, 2, Epilogue::Registers},
                                                {Schedule::Cooperative, 1, Epilogue::Interleaved},
-                                               {Schedule::Cooperative, 1, Epilogue::InterleavedShortFit}};
+                                               {Schedule::Cooperative, 1, Epilogue::InterleavedShortFit},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersChunked},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersChunkedShortFit}};
 const char* kVariantNames[kNumVariants] = {"coop 4st GELU in consumers", "coop 3st GELU offloaded",
                                            "coop 3st GELU in consumers", "pp 6st",
                                            "coop c2 3st GELU offloaded", "pp c2 6st",
-                                           "coop 3st GELU interleaved",      "coop 3st interleaved deg-5 GELU"};
+                                           "coop 3st GELU interleaved",      "coop 3st interleaved deg-5 GELU",
+                                           "coop 4st chunked GELU",          "coop 4st chunked deg-5 GELU"};
 
 size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
 const char* tname(Sm90GemmType t) {
@@ -349,12 +354,17 @@ template <typename T, int Degree>
 __global__ void gelu_every_value_kernel(const uint16_t* in, uint16_t* out, float* wide) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= 65536) return;
-  T v;
-  std::memcpy(&v, &in[i], 2);
-  const float g = kiln::cuda_kernels::gelu_fast<Degree>(static_cast<float>(v));
+  float x, g;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    x = __bfloat162float(__ushort_as_bfloat16(in[i]));
+    g = kiln::cuda_kernels::gelu_fast<Degree>(x);
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
+  } else {
+    x = __half2float(__ushort_as_half(in[i]));
+    g = kiln::cuda_kernels::gelu_fast<Degree>(x);
+    out[i] = __half_as_ushort(__float2half_rn(g));
+  }
   wide[i] = g;
-  const T r = static_cast<T>(g);
-  std::memcpy(&out[i], &r, 2);
 }
 
 /// gelu_fast over all 65536 inputs of type t, rounded to t, against the float64 value rounded to
@@ -405,7 +415,9 @@ int gelu_type(Sm90GemmType t) {
     store_bits(t, static_cast<float>(want), &want_bits);
     const int d = std::abs(static_cast<int>(want_bits) - static_cast<int>(out[b]));
     if (d > 1) {
-      if (bad < 5) std::printf("  %s gelu(%.9g) = %.9g, want %.9g\n", tname(t), v, got, want);
+      if (bad < 5)
+        std::printf("  %s gelu(%.9g) = %.9g (float %.9g, bits %04x), want %.9g (bits %04x)\n", tname(t), v, got,
+                    static_cast<double>(wide[b]), out[b], want, want_bits);
       ++bad;
     }
     off_by_one += d == 1 ? 1 : 0;
@@ -616,13 +628,13 @@ int bench(const std::vector<int>& variants) {
         median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1 && v != 6 && v != 7) continue;
+      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1 && v < 6) continue;
       row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
     }
     const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
     if (target)
       for (int v : variants) {
-        if (v != 0 && v != 1 && v != 6 && v != 7) continue;
+        if (v != 0 && v != 1 && v != 9) continue;
         for (int skip : {1, 2}) {
           sm90::Variant var = kVariants[v];
           var.bench_skip = skip;
@@ -636,7 +648,7 @@ int bench(const std::vector<int>& variants) {
         row(name, median_us(ours(&var, true), reps, s), t_bias);
       }
     if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : {0, 6})
+      for (int v : {0, 9})
         for (int g : {8, 32}) {
           sm90::Variant var = kVariants[v];
           var.group_m = g;
@@ -671,6 +683,6 @@ int main(int argc, char** argv) {
     return bench(variants);
   }
   if (mode == "gelu") return gelu_exhaustive();
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v7|full0..full7> | sanitize | gelu | bench [0,1,...,7]\n", argv[0]);
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v9|full0..full9> | sanitize | gelu | bench [0,1,...,9]\n", argv[0]);
   return 2;
 }

@@ -48,7 +48,7 @@ status=0
 timeout 20 "$BIN" gelu > "$OUT/gelu.log" 2>&1 || { status=1; echo "gelu check failed"; }
 grep RESULT "$OUT/gelu.log"
 variants=""
-for v in v0 v1 v2 v3 v4 v5 v6 v7; do
+for v in v0 v1 v2 v3 v4 v5 v6 v7 v8 v9; do
   timeout 20 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
   rc=$?
   tail -1 "$OUT/correct.log"

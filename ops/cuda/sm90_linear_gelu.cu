@@ -40,6 +40,8 @@ enum class Epilogue : uint8_t {
   Offload,             ///< cooperative only: the producer warpgroup's spare warps apply it
   Interleaved,         ///< cooperative only: the consumers apply it during the next tile's mainloop
   InterleavedShortFit, ///< the same with gelu_fast's degree-5 candidate fit (benchmark harness only)
+  RegistersChunked,    ///< Registers, each store chunk's GELU just before it (overlapping the last store)
+  RegistersChunkedShortFit,  ///< the same with gelu_fast's degree-5 candidate fit
 };
 
 /// One runnable choice: schedule, cluster size (1, or 2 with w multicast), epilogue, raster group.
@@ -59,12 +61,13 @@ struct Variant {
 template <typename T, Schedule S, int C, Epilogue E>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
-  static constexpr bool kWhole = kHalf && E != Epilogue::Registers;
+  static constexpr bool kChunked = E == Epilogue::RegistersChunked || E == Epilogue::RegistersChunkedShortFit;
+  static constexpr bool kWhole = kHalf && E != Epilogue::Registers && !kChunked;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
                  kHalf && (E == Epilogue::Interleaved || E == Epilogue::InterleavedShortFit),
-                 E == Epilogue::InterleavedShortFit ? 5 : 9>,
+                 (E == Epilogue::InterleavedShortFit || E == Epilogue::RegistersChunkedShortFit) ? 5 : 9, kChunked>,
       TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64>>;
 };
 template <typename T, Schedule S, int C, Epilogue E>
@@ -278,6 +281,12 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
           launch_config<ConfigFor<T, S, C, Epilogue::InterleavedShortFit>>(a, stream, v);
         else
           KILN_CHECK(false, "sm90_linear_gelu: the interleaved epilogue needs the cooperative schedule");
+        return;
+      case Epilogue::RegistersChunked:
+        launch_config<ConfigFor<T, S, C, Epilogue::RegistersChunked>>(a, stream, v);
+        return;
+      case Epilogue::RegistersChunkedShortFit:
+        launch_config<ConfigFor<T, S, C, Epilogue::RegistersChunkedShortFit>>(a, stream, v);
         return;
     }
   };

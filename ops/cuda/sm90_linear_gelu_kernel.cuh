@@ -23,7 +23,9 @@
 // L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
 // released it (each consumer warpgroup arrives on both CTAs' "empty" barriers).
 // With kOffload (cooperative only), the consumers stage the pre-activation and warps 1-3 of
-// the producer warpgroup apply the GELU and store it while the consumers run on.
+// the producer warpgroup apply the GELU and store it while the consumers run on (a CTA's last
+// tile excepted). With kInterleave (cooperative only), the consumers stage it and apply the
+// GELU themselves, a slice at a time between the next tile's wgmma (a CTA's last tile excepted).
 // setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
 // accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
@@ -39,6 +41,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "sm90_epilogue.cuh"
 #include "sm90_ptx.cuh"
@@ -51,7 +54,7 @@ namespace kiln::cuda_kernels::sm90 {
 /// registers (neither flag), the producer warpgroup's spare warps (Offload), or in the
 /// consumers during the next tile's mainloop (Interleave, v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = 9>
+          bool Interleave = false, int GeluDegree = 9, bool ChunkGelu = false>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -75,11 +78,17 @@ struct TileConfig {
   static constexpr bool kOffload = Offload;
   static constexpr bool kInterleave = Interleave;
   static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's polynomial (9 shipped; 5 a harness candidate)
+  /// In-register GELU, staged stores: each store chunk's GELU right before its stmatrix, so the
+  /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
+  static constexpr bool kChunkGelu = ChunkGelu;
   static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
-  static constexpr int kProducerRegisters = Offload ? 56 : 24;
-  static constexpr int kConsumerRegisters = Offload ? 224 : 240;
+  // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
+  // setmaxnreg: the offload workers' four vectors in flight need more than 56.)
+  static constexpr int kProducerRegisters = Offload ? 88 : 24;
+  static constexpr int kConsumerRegisters = Offload ? 208 : 240;
+  static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= 65536, "TileConfig: 64K registers");
   static_assert(!(Offload || Interleave) || (!Pingpong && kCanStage && StageCols == BlockN),
                 "TileConfig: a deferred GELU needs the cooperative schedule and whole-tile staging");
   static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
@@ -159,7 +168,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr uint32_t kWorkerBarrier = 3;
     constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
     uint32_t handoffs = 0;
-    for (int u = cluster; u < units; u += clusters, ++handoffs) {
+    // (A CTA's last tile stays with the consumers: its GELU hides behind no next mainloop, and
+    // 256 threads in registers finish it sooner.)
+    for (int u = cluster; u + clusters < units; u += clusters, ++handoffs) {
       const int2 unit = unit_coordinates(u, p);
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
@@ -258,16 +269,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #endif
     // Interleave (v5): the previous tile's half, staged in `staging` as the bias-added
     // pre-activation rounded to T, waits for its GELU and stores at (pending_m0, pending_n0).
-    // Its kUnits units of work (one 16-byte vector per thread each; kVectors per 64-column
-    // block, the TMA store box) are spread over this tile's k blocks: the warpgroup's issue
-    // slots are idle while its wgmma run, and the units use none of the accumulators.
+    // Its kUnits units of work (two 16-byte vectors per thread each; kVectors / 2 units per
+    // 64-column block, the TMA store box) are spread over this tile's k blocks: the
+    // warpgroup's issue slots are idle while its wgmma run, and the units use none of the
+    // accumulators.
     constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
     constexpr int kVectors = kBlockBytes / (16 * 128);  // per thread per block
-    constexpr int kUnits = kVectors * (Cfg::kBlockN / 64);
+    constexpr int kUnitsPerBlock = kVectors / 2;
+    constexpr int kUnits = kUnitsPerBlock * (Cfg::kBlockN / 64);
     bool pending = false;
     int pending_m0 = 0, pending_n0 = 0;
     [[maybe_unused]] auto deferred_unit = [&](int j) {
-      const int block = j / kVectors, r = j % kVectors;
+      const int block = j / kUnitsPerBlock, r = j % kUnitsPerBlock;
       const uint32_t block_address = staging + block * kBlockBytes;
       if (r == 0 && p.pre != nullptr) {
         // The pre store of this block (one bulk group per block, committed before the out
@@ -275,8 +288,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (thread == 0) bulk_wait_group_read_n<Cfg::kBlockN / 64 - 1>();
         named_barrier_sync(1 + consumer, 128);
       }
-      if (deferred_gelu) gelu_vector<T, Cfg::kGeluDegree>(block_address + (r * 128 + thread) * 16);
-      if (r == kVectors - 1) {
+      if (deferred_gelu) gelu_vectors<T, Cfg::kGeluDegree, 2>(block_address + (2 * r * 128 + thread) * 16, 128 * 16);
+      if (r == kUnitsPerBlock - 1) {
         // The block is done: hand it to a TMA store (which clips rows and columns past [M, N]).
         fence_proxy_async_shared();
         named_barrier_sync(1 + consumer, 128);
@@ -398,7 +411,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       }
       if constexpr (Cfg::kOffload) {
-        if (p.staged != 0) {
+        if (p.staged != 0 && u + clusters < units) {
           // Hand the pre-activation, rounded to T, to the workers: they store pre, apply the
           // GELU in place and store out while this warpgroup runs its next mainloop.
           mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
@@ -408,8 +421,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           ++handoffs;
           continue;
         }
+        // The last tile goes through the buffer too: the workers' stores must have read it.
+        if (p.staged != 0) mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
       }
       if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
+      if constexpr (Cfg::kChunkGelu && Cfg::kCanStage) {
+        if (p.staged != 0) {
+          constexpr int kChunkValues = Cfg::kStageCols / 2;  // a chunk's values per thread and atom
+          auto chunk_step = [&]<int C>() {
+            if (gelu) apply_gelu<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
+            store_chunk_staged<Cfg>(acc, &map_out, staging, 1 + consumer, thread, m0 + row_in_tile, n0, C);
+          };
+          [&]<int... C>(std::integer_sequence<int, C...>) {
+            (chunk_step.template operator()<C>(), ...);
+          }(std::make_integer_sequence<int, Cfg::kBlockN / Cfg::kStageCols>{});
+          continue;
+        }
+      }
       if (gelu) apply_gelu<Cfg>(acc);
       store(&map_out, p.out, p.ldo, p.pair_out);
     }
