@@ -30,9 +30,10 @@
 // accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
-// The library runs the cooperative, cluster-free, GELU-in-consumers configuration (measured
-// fastest on an H200); ping-pong, clusters and the offloaded GELU are built into the benchmark
-// harness only, which compares them (docs/notes/sm90_linear_gelu.md).
+// The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
+// chunked GELU (measured fastest on an H200); ping-pong, clusters, the offloaded and the
+// interleaved GELU are built into the benchmark harness only, which compares them
+// (docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
@@ -50,11 +51,12 @@
 namespace kiln::cuda_kernels::sm90 {
 
 /// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
-/// depth, staged store width, and where the GELU of a staged tile runs: in the consumers'
-/// registers (neither flag), the producer warpgroup's spare warps (Offload), or in the
-/// consumers during the next tile's mainloop (Interleave, v5).
+/// depth, staged store width, where the GELU of a staged tile runs (in the consumers'
+/// registers when neither flag is set, the producer warpgroup's spare warps with Offload, the
+/// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
+/// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = 9, bool ChunkGelu = false>
+          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -77,7 +79,7 @@ struct TileConfig {
   static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
   static constexpr bool kOffload = Offload;
   static constexpr bool kInterleave = Interleave;
-  static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's polynomial (9 shipped; 5 a harness candidate)
+  static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's fit (the shipped one unless the harness asks)
   /// In-register GELU, staged stores: each store chunk's GELU right before its stmatrix, so the
   /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
   static constexpr bool kChunkGelu = ChunkGelu;
