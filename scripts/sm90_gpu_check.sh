@@ -9,7 +9,7 @@
 #
 #   scripts/sm90_gpu_check.sh                    # from a Kiln checkout on an H100/H200
 #   SRC=/path/to/copied/tree OUT=/tmp/o scripts/sm90_gpu_check.sh
-#   BENCH="0,6" FULL="6" ...                     # benchmarked variants; variants run on the
+#   VARIANTS="v0 v7" BENCH="0,7" FULL="6" ...    # checked and benchmarked variants; variants run on the
 #                                                # dispatch's case list too
 # The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
 # (default $SRC/include, where a copied tree can carry them).
@@ -48,7 +48,7 @@ status=0
 timeout 20 "$BIN" gelu > "$OUT/gelu.log" 2>&1 || { status=1; echo "gelu check failed"; }
 grep RESULT "$OUT/gelu.log"
 variants=""
-for v in v0 v1 v2 v3 v4 v5 v6 v7 v8 v9; do
+for v in ${VARIANTS:-v0 v1 v2 v3 v4 v5 v6 v7 v8 v9}; do
   timeout 20 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
   rc=$?
   tail -1 "$OUT/correct.log"
