@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "../ops/cuda/sm90_linear_gelu.cu"
+#include "gelu_fast_check.cuh"
 
 using kiln::cuda_kernels::Sm90GemmType;
 using kiln::cuda_kernels::Sm90LinearGeluArgs;
@@ -350,92 +351,6 @@ int sanitize() {
   return failures == 0 ? 0 : 1;
 }
 
-// ---- gelu_fast on every 16-bit input ------------------------------------------------------
-
-template <typename T, int Degree>
-__global__ void gelu_every_value_kernel(const uint16_t* in, uint16_t* out, float* wide) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= 65536) return;
-  float x, g;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    x = __bfloat162float(__ushort_as_bfloat16(in[i]));
-    g = kiln::cuda_kernels::gelu_fast<Degree>(x);
-    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
-  } else {
-    x = __half2float(__ushort_as_half(in[i]));
-    g = kiln::cuda_kernels::gelu_fast<Degree>(x);
-    out[i] = __half_as_ushort(__float2half_rn(g));
-  }
-  wide[i] = g;
-}
-
-/// gelu_fast over all 65536 inputs of type t, rounded to t, against the float64 value rounded to
-/// t (as tests/cuda/test_cuda_basics.cpp checks through the unary op): results must be correctly
-/// rounded or one unit in the last place off, and may flush below the smallest normal. Also the
-/// worst relative error of the float result (before rounding) where the exact value is >= 2^-126.
-template <int Degree>
-int gelu_type(Sm90GemmType t) {
-  std::vector<uint16_t> in(65536), out(65536);
-  std::vector<float> wide(65536);
-  for (uint32_t b = 0; b < 65536; ++b) in[b] = static_cast<uint16_t>(b);
-  uint16_t *din = nullptr, *dout = nullptr;
-  float* dwide = nullptr;
-  CK(cudaMalloc(&din, 2 * 65536));
-  CK(cudaMalloc(&dout, 2 * 65536));
-  CK(cudaMalloc(&dwide, 4 * 65536));
-  CK(cudaMemcpy(din, in.data(), 2 * 65536, cudaMemcpyHostToDevice));
-  if (t == Sm90GemmType::BFloat16)
-    gelu_every_value_kernel<__nv_bfloat16, Degree><<<256, 256>>>(din, dout, dwide);
-  else
-    gelu_every_value_kernel<__half, Degree><<<256, 256>>>(din, dout, dwide);
-  CK(cudaGetLastError());
-  CK(cudaMemcpy(out.data(), dout, 2 * 65536, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(wide.data(), dwide, 4 * 65536, cudaMemcpyDeviceToHost));
-  for (void* p : {static_cast<void*>(din), static_cast<void*>(dout), static_cast<void*>(dwide)}) CK(cudaFree(p));
-  const double smallest_normal = t == Sm90GemmType::BFloat16 ? 0x1p-126 : 0x1p-14;
-  int64_t off_by_one = 0, bad = 0, flushed = 0;
-  double worst_rel = 0, worst_at = 0;
-  for (uint32_t b = 0; b < 65536; ++b) {
-    const double v = load_bits(t, &in[b]);
-    const double want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
-    const double got = load_bits(t, &out[b]);
-    if (std::isnan(want)) {
-      bad += std::isnan(got) ? 0 : 1;
-      continue;
-    }
-    if (std::fabs(want) >= 0x1p-126 && std::isfinite(want)) {
-      const double rel = std::fabs(static_cast<double>(wide[b]) - want) / std::fabs(want);
-      if (rel > worst_rel) worst_rel = rel, worst_at = v;
-    }
-    if (std::fabs(want) < smallest_normal) {
-      const bool ok = std::fabs(got) <= smallest_normal;
-      bad += ok ? 0 : 1;
-      flushed += (ok && got != round_to(t, static_cast<float>(want))) ? 1 : 0;
-      continue;
-    }
-    uint16_t want_bits = 0;
-    store_bits(t, static_cast<float>(want), &want_bits);
-    const int d = std::abs(static_cast<int>(want_bits) - static_cast<int>(out[b]));
-    if (d > 1) {
-      if (bad < 5)
-        std::printf("  %s gelu(%.9g) = %.9g (float %.9g, bits %04x), want %.9g (bits %04x)\n", tname(t), v, got,
-                    static_cast<double>(wide[b]), out[b], want, want_bits);
-      ++bad;
-    }
-    off_by_one += d == 1 ? 1 : 0;
-  }
-  std::printf("RESULT gelu (degree %d) %s: %lld of 65536 more than 1 ulp off, %lld one ulp off, %lld below the smallest normal "
-              "not correctly rounded; worst float relative error %.2e at x = %.6g\n",
-              Degree, tname(t), static_cast<long long>(bad), static_cast<long long>(off_by_one),
-              static_cast<long long>(flushed), worst_rel, worst_at);
-  return bad == 0 ? 0 : 1;
-}
-
-int gelu_exhaustive() {
-  return gelu_type<9>(Sm90GemmType::BFloat16) | gelu_type<9>(Sm90GemmType::Float16) |
-         gelu_type<5>(Sm90GemmType::BFloat16) | gelu_type<5>(Sm90GemmType::Float16);
-}
-
 // ---- benchmark ----------------------------------------------------------------------------
 
 __global__ void spin_kernel(long long cycles) {
@@ -684,7 +599,8 @@ int main(int argc, char** argv) {
       if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
     return bench(variants);
   }
-  if (mode == "gelu") return gelu_exhaustive();
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v9|full0..full9> | sanitize | gelu | bench [0,1,...,9]\n", argv[0]);
+  if (mode == "gelu") return kiln_bench::gelu_fast_every_value();
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v9|full0..full9> | sanitize | gelu | bench [0,1,...,9]\n",
+               argv[0]);
   return 2;
 }

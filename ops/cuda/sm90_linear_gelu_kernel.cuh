@@ -27,7 +27,9 @@
 // tile excepted). With kInterleave (cooperative only), the consumers stage it and apply the
 // GELU themselves, a slice at a time between the next tile's wgmma (a CTA's last tile excepted).
 // setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
-// accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
+// accumulators per consumer thread plus the epilogue's temporaries. (ptxas still compiles every
+// role within the entry cap, 168 registers for 384 threads: this is why a fourth, GELU-only
+// warpgroup does not fit, 512 threads leaving 128 where the m64n256 wgmma needs 154.) Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
 // The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
@@ -269,7 +271,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #else
     constexpr bool deferred_gelu = true;
 #endif
-    // Interleave (v5): the previous tile's half, staged in `staging` as the bias-added
+    // Interleave (harness only; "v5a" in the notes, measured slower than the chunked in-register
+    // GELU): the previous tile's half, staged in `staging` as the bias-added
     // pre-activation rounded to T, waits for its GELU and stores at (pending_m0, pending_n0).
     // Its kUnits units of work (two 16-byte vectors per thread each; kVectors / 2 units per
     // 64-column block, the TMA store box) are spread over this tile's k blocks: the
