@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..v5>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..v9>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize                        a few small calls of every variant (run it under
@@ -8,10 +8,18 @@
 //   check bench [0,1,...]                 CUDA-event medians of the kernel against cuBLASLt's plain
 //                                         GEMM, GEMM+bias, GEMM+GELU_BIAS (tanh) and GEMM+bias then a
 //                                         separate exact-GELU kernel, rotating weight sets.
-// Variants (16-bit outputs through TMA stores; 128x256 cooperative, 128x128 ping-pong tiles):
-// v0 cooperative, GELU in the consumers, 4 stages (half-tile staging); v1 cooperative, GELU
-// offloaded to the producer warpgroup's spare warps, 3 stages; v2 cooperative, GELU in the
-// consumers, 3 stages; v3 ping-pong, 6 stages; v4 = v1 and v5 = v3 in clusters of 2.
+// Variants (16-bit outputs through TMA stores; 128x256 cooperative, 128x128 ping-pong tiles;
+// gelu_fast's shipped degree-5 fit unless said):
+// v0 the shipped one (v5 of docs/notes/sm90_linear_gelu.md): cooperative, GELU in the
+// consumers' registers chunk by chunk just before each half-tile store chunk, 4 stages;
+// v1 cooperative, GELU offloaded to the producer warpgroup's spare warps, 3 stages; v2
+// cooperative, GELU in the consumers, whole-tile staging, 3 stages; v3 ping-pong, 6 stages;
+// v4 = v1 and v5 = v3 in clusters of 2; v6 cooperative, 3 stages, each tile's GELU and out
+// stores interleaved with the next tile's wgmma (the CTA's last tile in registers); v7 the
+// configuration shipped before v5 (the whole tile's GELU, then its two store chunks, degree-9
+// fit); v8 = v0 with the degree-9 fit; v9 = v7 with the degree-5 fit;
+//   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
+//   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
 // scripts/sm90_gpu_check.sh builds and runs it.
 #define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
 #include <cublasLt.h>
@@ -25,6 +33,7 @@
 #include <vector>
 
 #include "../ops/cuda/sm90_linear_gelu.cu"
+#include "gelu_fast_check.cuh"
 
 using kiln::cuda_kernels::Sm90GemmType;
 using kiln::cuda_kernels::Sm90LinearGeluArgs;
@@ -45,7 +54,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 6;
+constexpr int kNumVariants = 10;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -53,10 +62,16 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 1, Epilogue::RegistersWholeTile},
                                                {Schedule::Pingpong, 1, Epilogue::Registers},
                                                {Schedule::Cooperative, 2, Epilogue::Offload},
-                                               {Schedule::Pingpong, 2, Epilogue::Registers}};
-const char* kVariantNames[kNumVariants] = {"coop 4st GELU in consumers", "coop 3st GELU offloaded",
-                                           "coop 3st GELU in consumers", "pp 6st",
-                                           "coop c2 3st GELU offloaded", "pp c2 6st"};
+                                               {Schedule::Pingpong, 2, Epilogue::Registers},
+                                               {Schedule::Cooperative, 1, Epilogue::Interleaved},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked, 16, 9},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, 9},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked}};
+const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
+                                           "coop 3st whole-tile staging", "pp 6st",
+                                           "coop c2 3st GELU offloaded",  "pp c2 6st",
+                                           "coop 3st GELU interleaved",   "v4: coop 4st unchunked deg-9",
+                                           "coop 4st chunked deg-9",      "coop 4st unchunked"};
 
 size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
 const char* tname(Sm90GemmType t) {
@@ -278,25 +293,31 @@ int correct(const std::string& what) {
   std::mt19937_64 rng(20261117);
   int failures = 0;
   double worst = 0;
-  const int variant = what == "dispatch" ? -1 : what[1] - '0';
-  std::printf("== correctness: %s\n", variant < 0 ? "public dispatch" : kVariantNames[variant]);
+  // "dispatch": the public entry; "vN": variant N on the variant list; "fullN": variant N on
+  // the dispatch's list (what a switch of the dispatch to N must pass).
+  const bool full = what.rfind("full", 0) == 0;
+  const int variant = what == "dispatch" ? -1 : what.back() - '0';
+  std::printf("== correctness: %s%s\n", variant < 0 ? "public dispatch" : kVariantNames[variant],
+              full ? " (dispatch case list)" : "");
   const int64_t edge[] = {1, 7, 127, 1000, 4095, 4097};
-  if (variant < 0) {
-    failures += check_declines();
+  if (variant < 0 || full) {
+    if (variant < 0) failures += check_declines();
     for (Sm90GemmType t : {Sm90GemmType::BFloat16, Sm90GemmType::Float16, Sm90GemmType::TF32}) {
       int i = 0;
       for (int64_t m : edge)
         for (int64_t n : edge) {
           const int64_t k = (i % 3 == 0) ? 64 : (i % 3 == 1) ? 136 : 1000;
-          failures += run_case({t, m, n, k, i % 2 == 0, i % 4 < 2, (i % 5 == 0) ? 8 : 0}, -1, rng, &worst) ? 0 : 1;
+          failures +=
+              run_case({t, m, n, k, i % 2 == 0, i % 4 < 2, (i % 5 == 0) ? 8 : 0}, variant, rng, &worst) ? 0 : 1;
           ++i;
         }
       const int64_t k_small = t == Sm90GemmType::TF32 ? 4 : 8;
       for (Case c : {Case{t, 4095, 4097, 4096, true, true}, Case{t, 1000, 127, 4096, true, false},
                      Case{t, 127, 1000, 4104, false, true}, Case{t, 7, 7, k_small, true, true},
                      Case{t, 1, 1, k_small, false, false}, Case{t, 4097, 4095, k_small, true, true},
-                     Case{t, 2048, 2048, 2048, true, true, 8}})
-        failures += run_case(c, -1, rng, &worst) ? 0 : 1;
+                     Case{t, 2048, 2048, 2048, true, true, 8}, Case{t, 4500, 4700, 520, true, false},
+                     Case{t, 4500, 4700, 264, false, true, 8}})
+        failures += run_case(c, variant, rng, &worst) ? 0 : 1;
     }
   } else {
     const Sm90GemmType t = Sm90GemmType::BFloat16;
@@ -323,6 +344,8 @@ int sanitize() {
     failures += run_case({Sm90GemmType::BFloat16, 200, 300, 200, true, true, 8}, v, rng, &worst) ? 0 : 1;
     failures += run_case({Sm90GemmType::TF32, 130, 260, 36, true, false}, v, rng, &worst) ? 0 : 1;
   }
+  // Interleaved GELU: more tiles than SMs, so CTAs defer a tile's GELU to the next mainloop.
+  failures += run_case({Sm90GemmType::BFloat16, 1100, 4700, 72, true, true}, 6, rng, &worst) ? 0 : 1;
   failures += run_case({Sm90GemmType::Float16, 1, 7, 8, false, true}, -1, rng, &worst) ? 0 : 1;
   std::printf("RESULT sanitize-run: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
@@ -522,13 +545,13 @@ int bench(const std::vector<int>& variants) {
         median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 1) continue;
+      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 7) continue;
       row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
     }
     const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
     if (target)
       for (int v : variants) {
-        if (v != 0 && v != 1) continue;
+        if (v != 0 && v != 7) continue;
         for (int skip : {1, 2}) {
           sm90::Variant var = kVariants[v];
           var.bench_skip = skip;
@@ -542,7 +565,7 @@ int bench(const std::vector<int>& variants) {
         row(name, median_us(ours(&var, true), reps, s), t_bias);
       }
     if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : {0, 1})
+      for (int v : {0})
         for (int g : {8, 32}) {
           sm90::Variant var = kVariants[v];
           var.group_m = g;
@@ -576,6 +599,8 @@ int main(int argc, char** argv) {
       if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
     return bench(variants);
   }
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v5> | sanitize | bench [0,1,2,3,4,5]\n", argv[0]);
+  if (mode == "gelu") return kiln_bench::gelu_fast_every_value();
+  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v9|full0..full9> | sanitize | gelu | bench [0,1,...,9]\n",
+               argv[0]);
   return 2;
 }

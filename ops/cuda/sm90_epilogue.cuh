@@ -13,8 +13,10 @@
 //     stores have read it (a buffer of half a tile leaves room for one more pipeline stage);
 //   - direct (TF32's float output, or unaligned outputs): each thread stores its accumulator
 //     pairs straight to global memory, bounds-checked.
-// gelu_in_place is the benchmark-only variant's worker loop (the GELU offloaded to the
-// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md).
+// gelu_in_place is the benchmark-only v4 variant's worker loop (the GELU offloaded to the
+// producer warpgroup's spare warps, measured slower: docs/notes/sm90_linear_gelu.md);
+// gelu_vectors is their unit of work, and that of v5's interleaved variant (the consumers apply
+// the GELU to the previous tile's staged pre-activation between the wgmma of the next tile).
 #pragma once
 
 #include <cuda.h>
@@ -53,11 +55,11 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(float v) { return v; }
 
-/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results,
-/// erff for float32.
-template <typename T>
+/// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results
+/// (Degree: its polynomial's, gelu_fast.cuh), erff for float32.
+template <typename T, int Degree = 9>
 __device__ __forceinline__ float gelu_exact(float x) {
-  if constexpr (sizeof(T) == 2) return gelu_fast(x);
+  if constexpr (sizeof(T) == 2) return gelu_fast<Degree>(x);
   else return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
 }
 
@@ -137,13 +139,15 @@ __device__ __forceinline__ void add_bias(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN
   }
 }
 
-/// acc = GELU(acc), in place.
-template <class Cfg>
+/// acc = GELU(acc), in place, on the thread's values [First, Last) of each atom (value i sits in
+/// column 8 (i / 4) + 2 quad + i % 2: values [c0 / 2, c1 / 2) are the tile's columns [c0, c1)
+/// for multiples of 8); by default all of them.
+template <class Cfg, int First = 0, int Last = Cfg::kBlockN / 2>
 __device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2]) {
 #pragma unroll
   for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
-    for (int i = 0; i < Cfg::kBlockN / 2; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element>(acc[mi][i]);
+    for (int i = First; i < Last; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element, Cfg::kGeluDegree>(acc[mi][i]);
 }
 
 /// Direct store of the tile's values in acc to `base` (row stride ld): thread (warp, lane)
@@ -202,41 +206,52 @@ __device__ __forceinline__ void stmatrix_columns(const float (&acc)[Cfg::kMAtoms
   }
 }
 
-/// Staged store (16-bit T) of the tile's values in acc: rows [m0, m0 + kConsumerRows) and
-/// columns [n0, n0 + kBlockN) of the matrix behind `map`, kStageCols columns at a time through
-/// the warpgroup's buffer `staging` and TMA stores issued by the warpgroup's thread 0.
-/// `barrier` is the warpgroup's named barrier.
+/// Staged store (16-bit T) of chunk `chunk` (columns [chunk kStageCols, (chunk + 1) kStageCols)
+/// of the tile) of the values in acc: rows [m0, m0 + kConsumerRows) of the matrix behind `map`,
+/// through the warpgroup's buffer `staging` (reused once the previous stores have read it) and
+/// TMA stores issued by the warpgroup's thread 0. `barrier` is the warpgroup's named barrier.
+template <class Cfg>
+__device__ __forceinline__ void store_chunk_staged(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                   const CUtensorMap* map, uint32_t staging, uint32_t barrier,
+                                                   int thread, int m0, int n0, int chunk) {
+  static_assert(sizeof(typename Cfg::Element) == 2, "store_chunk_staged: 16-bit outputs only");
+  constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+  constexpr int kChunkPairs = Cfg::kStageCols / 16;  // 16-column groups per chunk
+  if (thread == 0) bulk_wait_group_read();  // the previous stores have read the buffer
+  named_barrier_sync(barrier, 128);
+  stmatrix_columns<Cfg>(acc, staging, thread, chunk * kChunkPairs, kChunkPairs);
+  fence_proxy_async_shared();
+  named_barrier_sync(barrier, 128);
+  if (thread == 0) {
+#pragma unroll
+    for (int cb = 0; cb < Cfg::kStageCols / 64; ++cb)
+      tma_store_2d(map, staging + cb * kBlockBytes, n0 + chunk * Cfg::kStageCols + 64 * cb, m0);
+    bulk_commit_group();
+  }
+}
+
+/// Staged store (16-bit T) of the tile's values in acc, every chunk in turn (store_chunk_staged).
 template <class Cfg>
 __device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
                                                   const CUtensorMap* map, uint32_t staging, uint32_t barrier,
                                                   int thread, int m0, int n0) {
-  static_assert(sizeof(typename Cfg::Element) == 2, "store_tile_staged: 16-bit outputs only");
-  constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
-  constexpr int kChunkPairs = Cfg::kStageCols / 16;  // 16-column groups per chunk
 #pragma unroll
-  for (int chunk = 0; chunk < Cfg::kBlockN / Cfg::kStageCols; ++chunk) {
-    if (thread == 0) bulk_wait_group_read();  // the previous stores have read the buffer
-    named_barrier_sync(barrier, 128);
-    stmatrix_columns<Cfg>(acc, staging, thread, chunk * kChunkPairs, kChunkPairs);
-    fence_proxy_async_shared();
-    named_barrier_sync(barrier, 128);
-    if (thread == 0) {
-#pragma unroll
-      for (int cb = 0; cb < Cfg::kStageCols / 64; ++cb)
-        tma_store_2d(map, staging + cb * kBlockBytes, n0 + chunk * Cfg::kStageCols + 64 * cb, m0);
-      bulk_commit_group();
-    }
-  }
+  for (int chunk = 0; chunk < Cfg::kBlockN / Cfg::kStageCols; ++chunk)
+    store_chunk_staged<Cfg>(acc, map, staging, barrier, thread, m0, n0, chunk);
 }
 
-/// The offloaded epilogue's work on one staged tile (16-bit T): `threads` threads (index
-/// `worker`) replace every value of the `bytes`-byte buffer by its GELU, 16 bytes at a time
-/// (the layout does not matter for an elementwise map).
-template <typename T>
-__device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int worker, int threads) {
-  for (int offset = worker * 16; offset < bytes; offset += threads * 16) {
-    uint4 v = ld_shared_v4(buffer + offset);
-    uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+/// N 16-byte vectors of the 16-bit T in shared memory, at `address` + r `stride` (r < N), replaced
+/// by their GELU: all N loaded first, then 8 N independent evaluations, then the N stores (the
+/// shared-memory accesses are volatile asm, which the compiler keeps in order, so one vector at a
+/// time would leave only 8 evaluations in flight: too few for one warp per scheduler).
+template <typename T, int Degree, int N>
+__device__ __forceinline__ void gelu_vectors(uint32_t address, int stride) {
+  uint4 v[N];
+#pragma unroll
+  for (int r = 0; r < N; ++r) v[r] = ld_shared_v4(address + r * stride);
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    uint32_t* w = reinterpret_cast<uint32_t*>(&v[r]);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float2 f;
@@ -244,10 +259,24 @@ __device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int wo
         f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
       else
         f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
-      w[e] = pack_two<T>(gelu_exact<T>(f.x), gelu_exact<T>(f.y));
+      w[e] = pack_two<T>(gelu_exact<T, Degree>(f.x), gelu_exact<T, Degree>(f.y));
     }
-    st_shared_v4(buffer + offset, v);
   }
+#pragma unroll
+  for (int r = 0; r < N; ++r) st_shared_v4(address + r * stride, v[r]);
+}
+
+/// The offloaded epilogue's work on one staged tile (16-bit T): `threads` threads (index
+/// `worker`) replace every value of the `bytes`-byte buffer by its GELU, 16 bytes at a time
+/// (the layout does not matter for an elementwise map), four vectors per thread in flight.
+template <typename T>
+__device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int worker, int threads) {
+  constexpr int kBatch = 4;
+  const int stride = threads * 16;
+  int offset = worker * 16;
+  for (; offset + (kBatch - 1) * stride < bytes; offset += kBatch * stride)
+    gelu_vectors<T, 9, kBatch>(buffer + offset, stride);
+  for (; offset < bytes; offset += stride) gelu_vectors<T, 9, 1>(buffer + offset, stride);
 }
 
 #endif  // KILN_SM90A_DEVICE

@@ -35,9 +35,12 @@ enum class Schedule : uint8_t {
 /// Where the exact GELU runs and how outputs are staged (sm90_epilogue.cuh). TF32's float
 /// outputs always take the in-register GELU and direct stores.
 enum class Epilogue : uint8_t {
-  Registers,           ///< consumers apply it in registers; half-tile staging, deeper ring
-  RegistersWholeTile,  ///< the same with whole-tile staging and one stage less
+  Registers,           ///< consumers apply it in registers, each half-tile store chunk's just before
+                       ///< its store (the second's GELU overlaps the first's TMA store); 4 stages
+  RegistersUnchunked,  ///< v4's: the whole tile's GELU, then the two store chunks
+  RegistersWholeTile,  ///< unchunked, whole-tile staging and one stage less
   Offload,             ///< cooperative only: the producer warpgroup's spare warps apply it
+  Interleaved,         ///< cooperative only: the consumers apply it during the next tile's mainloop
 };
 
 /// One runnable choice: schedule, cluster size (1, or 2 with w multicast), epilogue, raster group.
@@ -46,6 +49,7 @@ struct Variant {
   int cluster = 1;
   Epilogue epilogue = Epilogue::Registers;
   int group_m = 16;
+  int gelu_degree = kGeluFastDegree;  ///< gelu_fast's fit (the harness also builds 9 for Registers*)
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
 #endif
@@ -54,17 +58,18 @@ struct Variant {
 /// The TileConfig of a variant: ring depth against the 16-bit types' staging buffers (one per
 /// consumer): half-tile staging keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong) stages,
 /// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7.
-template <typename T, Schedule S, int C, Epilogue E>
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
-  static constexpr bool kWhole = kHalf && E != Epilogue::Registers;
+  static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
-      TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload>,
-      TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64>>;
+      TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
+                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers>,
+      TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false, Degree>>;
 };
-template <typename T, Schedule S, int C, Epilogue E>
-using ConfigFor = typename ConfigSelect<T, S, C, E>::type;
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
+using ConfigFor = typename ConfigSelect<T, S, C, E, Degree>::type;
 
 namespace {
 
@@ -250,19 +255,36 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 }
 
 /// Enqueues the kernel in `variant` for element type T. The library builds only the
-/// configuration it dispatches to (cooperative, one CTA per cluster, GELU in the consumers);
-/// the benchmark harness (KILN_SM90_BENCH_HOOKS) also builds the ping-pong, cluster and
-/// offloaded-GELU ones it was measured against (docs/notes/sm90_linear_gelu.md).
+/// configuration it dispatches to (cooperative, one CTA per cluster, GELU in the consumers
+/// chunk by chunk, the shipped GELU fit); the benchmark harness (KILN_SM90_BENCH_HOOKS) also
+/// builds the ping-pong, cluster, offloaded, interleaved and unchunked ones and the degree-9
+/// fit it was measured against (docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
   const auto with_epilogue = [&]<Schedule S, int C>() {
+    KILN_CHECK(v.gelu_degree == kGeluFastDegree || v.gelu_degree == 9, "sm90_linear_gelu: no GELU fit of degree {}",
+               v.gelu_degree);
+    const bool nr9 = v.gelu_degree == 9 && kGeluFastDegree != 9;  // the fit before v5 (Registers* only)
     switch (v.epilogue) {
-      case Epilogue::Registers: launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v); return;
+      case Epilogue::Registers:
+        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
+        else launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
+        return;
+      case Epilogue::RegistersUnchunked:
+        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
+        else launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
+        return;
       case Epilogue::RegistersWholeTile:
         launch_config<ConfigFor<T, S, C, Epilogue::RegistersWholeTile>>(a, stream, v);
         return;
       case Epilogue::Offload: launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v); return;
+      case Epilogue::Interleaved:
+        if constexpr (S == Schedule::Cooperative)
+          launch_config<ConfigFor<T, S, C, Epilogue::Interleaved>>(a, stream, v);
+        else
+          KILN_CHECK(false, "sm90_linear_gelu: the interleaved epilogue needs the cooperative schedule");
+        return;
     }
   };
   if (v.schedule == Schedule::Pingpong) {
@@ -273,9 +295,11 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     else with_epilogue.template operator()<Schedule::Cooperative, 1>();
   }
 #else
-  KILN_CHECK(v.schedule == Schedule::Cooperative && v.cluster == 1 && v.epilogue == Epilogue::Registers,
-             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}) is built into the benchmark only",
-             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue));
+  KILN_CHECK(v.schedule == Schedule::Cooperative && v.cluster == 1 && v.epilogue == Epilogue::Registers &&
+                 v.gelu_degree == kGeluFastDegree,
+             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}) is built into the "
+             "benchmark only",
+             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree);
   launch_config<ConfigFor<T, Schedule::Cooperative, 1, Epilogue::Registers>>(a, stream, v);
 #endif
 }
@@ -293,8 +317,11 @@ void launch_variant(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Vari
 Variant choose_variant(const Sm90LinearGeluArgs&) {
   // Measured on an H200 (docs/notes/sm90_linear_gelu.md): 128 x 256 cooperative tiles, one CTA
   // per cluster, GELU in the consumers with half-tile staging and 4 stages was the fastest at
-  // every shape above the size threshold, for bf16, f16 and TF32. Clusters of 2 (w multicast),
-  // the ping-pong schedule and the GELU offloaded to the producer warpgroup were slower.
+  // every shape above the size threshold, for bf16, f16 and TF32; since v5 each store chunk's
+  // GELU runs just before its store, so the second chunk's GELU hides the first chunk's TMA
+  // store (7% faster at 4096 x 1024 x 4096 bf16, 5% at 8192 x 4096 x 16384). Clusters of 2
+  // (w multicast), the ping-pong schedule, the GELU offloaded to the producer warpgroup's spare
+  // warps and the GELU interleaved with the next tile's wgmma were slower.
   Variant v;
   v.schedule = Schedule::Cooperative;
   v.cluster = 1;

@@ -23,14 +23,19 @@
 // L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
 // released it (each consumer warpgroup arrives on both CTAs' "empty" barriers).
 // With kOffload (cooperative only), the consumers stage the pre-activation and warps 1-3 of
-// the producer warpgroup apply the GELU and store it while the consumers run on.
+// the producer warpgroup apply the GELU and store it while the consumers run on (a CTA's last
+// tile excepted). With kInterleave (cooperative only), the consumers stage it and apply the
+// GELU themselves, a slice at a time between the next tile's wgmma (a CTA's last tile excepted).
 // setmaxnreg moves registers from the producer (24) to the consumers (240): 128 fp32
-// accumulators per consumer thread plus the epilogue's temporaries. Tiles are visited in
+// accumulators per consumer thread plus the epilogue's temporaries. (ptxas still compiles every
+// role within the entry cap, 168 registers for 384 threads: this is why a fourth, GELU-only
+// warpgroup does not fit, 512 threads leaving 128 where the m64n256 wgmma needs 154.) Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
-// The library runs the cooperative, cluster-free, GELU-in-consumers configuration (measured
-// fastest on an H200); ping-pong, clusters and the offloaded GELU are built into the benchmark
-// harness only, which compares them (docs/notes/sm90_linear_gelu.md).
+// The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
+// chunked GELU (measured fastest on an H200); ping-pong, clusters, the offloaded and the
+// interleaved GELU are built into the benchmark harness only, which compares them
+// (docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
@@ -39,6 +44,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "sm90_epilogue.cuh"
 #include "sm90_ptx.cuh"
@@ -47,8 +53,12 @@
 namespace kiln::cuda_kernels::sm90 {
 
 /// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
-/// depth, staged store width, and whether the GELU runs in the producer warpgroup's spare warps.
-template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false>
+/// depth, staged store width, where the GELU of a staged tile runs (in the consumers'
+/// registers when neither flag is set, the producer warpgroup's spare warps with Offload, the
+/// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
+/// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
+template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
+          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false>
 struct TileConfig {
   using Element = T;
   static constexpr int kBlockM = 128;
@@ -70,13 +80,22 @@ struct TileConfig {
   static constexpr int kThreads = 384;
   static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
   static constexpr bool kOffload = Offload;
+  static constexpr bool kInterleave = Interleave;
+  static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's fit (the shipped one unless the harness asks)
+  /// In-register GELU, staged stores: each store chunk's GELU right before its stmatrix, so the
+  /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
+  static constexpr bool kChunkGelu = ChunkGelu;
   static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
-  static constexpr int kProducerRegisters = Offload ? 56 : 24;
-  static constexpr int kConsumerRegisters = Offload ? 224 : 240;
-  static_assert(!Offload || (!Pingpong && kCanStage && StageCols == BlockN),
-                "TileConfig: the offloaded GELU needs the cooperative schedule and whole-tile staging");
+  // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
+  // setmaxnreg: the offload workers' four vectors in flight need more than 56.)
+  static constexpr int kProducerRegisters = Offload ? 88 : 24;
+  static constexpr int kConsumerRegisters = Offload ? 208 : 240;
+  static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= 65536, "TileConfig: 64K registers");
+  static_assert(!(Offload || Interleave) || (!Pingpong && kCanStage && StageCols == BlockN),
+                "TileConfig: a deferred GELU needs the cooperative schedule and whole-tile staging");
+  static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
@@ -153,7 +172,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr uint32_t kWorkerBarrier = 3;
     constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
     uint32_t handoffs = 0;
-    for (int u = cluster; u < units; u += clusters, ++handoffs) {
+    // (A CTA's last tile stays with the consumers: its GELU hides behind no next mainloop, and
+    // 256 threads in registers finish it sooner.)
+    for (int u = cluster; u + clusters < units; u += clusters, ++handoffs) {
       const int2 unit = unit_coordinates(u, p);
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
@@ -245,6 +266,44 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int step = Cfg::kPingpong ? 2 : 1;
     uint32_t turns = 0;     // ping-pong: turns waited for so far
     uint32_t handoffs = 0;  // offload: tiles handed to the workers so far
+#if defined(KILN_SM90_BENCH_HOOKS)
+    const bool deferred_gelu = p.bench_skip != 1;
+#else
+    constexpr bool deferred_gelu = true;
+#endif
+    // Interleave (harness only; "v5a" in the notes, measured slower than the chunked in-register
+    // GELU): the previous tile's half, staged in `staging` as the bias-added
+    // pre-activation rounded to T, waits for its GELU and stores at (pending_m0, pending_n0).
+    // Its kUnits units of work (two 16-byte vectors per thread each; kVectors / 2 units per
+    // 64-column block, the TMA store box) are spread over this tile's k blocks: the
+    // warpgroup's issue slots are idle while its wgmma run, and the units use none of the
+    // accumulators.
+    constexpr int kBlockBytes = Cfg::kConsumerRows * 128;
+    constexpr int kVectors = kBlockBytes / (16 * 128);  // per thread per block
+    constexpr int kUnitsPerBlock = kVectors / 2;
+    constexpr int kUnits = kUnitsPerBlock * (Cfg::kBlockN / 64);
+    bool pending = false;
+    int pending_m0 = 0, pending_n0 = 0;
+    [[maybe_unused]] auto deferred_unit = [&](int j) {
+      const int block = j / kUnitsPerBlock, r = j % kUnitsPerBlock;
+      const uint32_t block_address = staging + block * kBlockBytes;
+      if (r == 0 && p.pre != nullptr) {
+        // The pre store of this block (one bulk group per block, committed before the out
+        // stores of the blocks before it) has read it: at most kBlocks - 1 later groups remain.
+        if (thread == 0) bulk_wait_group_read_n<Cfg::kBlockN / 64 - 1>();
+        named_barrier_sync(1 + consumer, 128);
+      }
+      if (deferred_gelu) gelu_vectors<T, Cfg::kGeluDegree, 2>(block_address + (2 * r * 128 + thread) * 16, 128 * 16);
+      if (r == kUnitsPerBlock - 1) {
+        // The block is done: hand it to a TMA store (which clips rows and columns past [M, N]).
+        fence_proxy_async_shared();
+        named_barrier_sync(1 + consumer, 128);
+        if (thread == 0) {
+          tma_store_2d(&map_out, block_address, pending_n0 + 64 * block, pending_m0);
+          bulk_commit_group();
+        }
+      }
+    };
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -262,6 +321,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       BiasPair<T> bias_pair{};
       if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
       int previous_stage = 0;
+      // Interleave: units done so far, and the k blocks they are spread over (three quarters of
+      // the mainloop, so the last block's store has read the buffer before it is reused).
+      int units_done = 0;
+      const int span = max(1, (3 * p.k_blocks) / 4);
       for (int kb = 0; kb < p.k_blocks; ++kb) {
         const int64_t it = it0 + kb;
         const int s = static_cast<int>(it % kStages);
@@ -280,6 +343,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           }
         }
         wgmma_commit_group();
+        if constexpr (Cfg::kInterleave) {
+          if (pending) {
+            const int target = min(kUnits, ((kb + 1) * kUnits + span - 1) / span);
+            for (; units_done < target; ++units_done) deferred_unit(units_done);
+          }
+        }
         if (kb > 0) {
           // The previous k block's wgmma group is done: its stage can be refilled.
           wgmma_wait_group<1>();
@@ -314,14 +383,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         store_tile_direct<Cfg>(acc, static_cast<T*>(base), ld, pair != 0, m0 + row_in_tile + warp * 16 + lane / 4,
                                n0 + 2 * (lane % 4), p.m, p.n);
       };
+      pending = false;  // (its units all ran: target reaches kUnits at kb = span - 1)
       // The shared bias copy: every thread is past the previous tile's add_bias (first barrier),
-      // then the copy is complete (second).
+      // then the copy is complete (second). Interleave: the buffer is free once the previous
+      // tile's stores have read it (thread 0 waits before the first barrier).
+      if constexpr (Cfg::kInterleave) {
+        if (p.staged != 0 && thread == 0) bulk_wait_group_read();
+      }
       named_barrier_sync(1 + consumer, 128);
       if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
       named_barrier_sync(1 + consumer, 128);
       add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if constexpr (Cfg::kInterleave) {
+        if (p.staged != 0 && u + clusters < units) {
+          // Not this CTA's last tile: stage the pre-activation, rounded to T (what the unfused
+          // linear stores), store pre from it now, and leave the GELU and the out stores to the
+          // next tile's mainloop. The last tile takes the in-register path below.
+          stmatrix_columns<Cfg>(acc, staging, thread, 0, Cfg::kBlockN / 16);
+          fence_proxy_async_shared();
+          named_barrier_sync(1 + consumer, 128);
+          if (p.pre != nullptr && thread == 0) {
+#pragma unroll
+            for (int cb = 0; cb < Cfg::kBlockN / 64; ++cb) {
+              tma_store_2d(&map_pre, staging + cb * kBlockBytes, n0 + 64 * cb, m0 + row_in_tile);
+              bulk_commit_group();
+            }
+          }
+          pending = true;
+          pending_m0 = m0 + row_in_tile;
+          pending_n0 = n0;
+          continue;
+        }
+      }
       if constexpr (Cfg::kOffload) {
-        if (p.staged != 0) {
+        if (p.staged != 0 && u + clusters < units) {
           // Hand the pre-activation, rounded to T, to the workers: they store pre, apply the
           // GELU in place and store out while this warpgroup runs its next mainloop.
           mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
@@ -331,8 +426,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           ++handoffs;
           continue;
         }
+        // The last tile goes through the buffer too: the workers' stores must have read it.
+        if (p.staged != 0) mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
       }
       if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
+      if constexpr (Cfg::kChunkGelu && Cfg::kCanStage) {
+        if (p.staged != 0) {
+          constexpr int kChunkValues = Cfg::kStageCols / 2;  // a chunk's values per thread and atom
+          auto chunk_step = [&]<int C>() {
+            if (gelu) apply_gelu<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
+            store_chunk_staged<Cfg>(acc, &map_out, staging, 1 + consumer, thread, m0 + row_in_tile, n0, C);
+          };
+          [&]<int... C>(std::integer_sequence<int, C...>) {
+            (chunk_step.template operator()<C>(), ...);
+          }(std::make_integer_sequence<int, Cfg::kBlockN / Cfg::kStageCols>{});
+          continue;
+        }
+      }
       if (gelu) apply_gelu<Cfg>(acc);
       store(&map_out, p.out, p.ldo, p.pair_out);
     }

@@ -123,6 +123,13 @@ __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
+/// Waits until at most the `N` most recently committed bulk-store groups of this thread may
+/// still be reading their shared memory (all older groups have read theirs).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read_n() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
 /// Waits until the committed bulk stores have completed.
 __device__ __forceinline__ void bulk_wait_group() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
