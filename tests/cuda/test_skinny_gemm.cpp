@@ -55,8 +55,9 @@ SkinnyGemmArgs dummy_args(int64_t m = 64, int64_t n = 4096, int64_t k = 1024) {
 /// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower.
 const int64_t kPolicyM = std::min<int64_t>(64, skinny_gemm_max_m());
 
-/// Whether this machine's current device runs the kernel.
-bool kernel_available() { return skinny_gemm_supported(dummy_args()); }
+/// Whether this machine's current device runs the kernel (asked with one row, which every size
+/// policy takes: a refusal then means the device or the build, never the shape).
+bool kernel_available() { return skinny_gemm_supported(dummy_args(1)); }
 
 cudaStream_t current_stream() { return reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()); }
 
