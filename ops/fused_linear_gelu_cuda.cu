@@ -252,18 +252,14 @@ bool row_major(const Tensor& t, int64_t K) {
 /// The leading dimension of a row-major [R, K] operand.
 int64_t leading_dim(const Tensor& t, int64_t K) { return t.sizes()[0] == 1 ? K : t.strides()[0]; }
 
-/// Kiln's skinny GEMM with a GELU epilogue, when it takes the call (16-bit, few rows).
-bool try_skinny(const Tensor& out, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias,
-                UnaryOp gelu, cudaStream_t stream) {
-  SkinnyGemmArgs args;
-  switch (out.dtype()) {
-    case DType::BFloat16: args.type = SkinnyType::BFloat16; break;
-    case DType::Float16: args.type = SkinnyType::Float16; break;
-    default: return false;
-  }
+/// Fills the operand fields that Kiln's own kernels share (SkinnyGemmArgs, Sm90LinearGeluArgs:
+/// sizes, row-major x and w with their leading dimensions, bias, dense out and pre); false
+/// when x or w is not row-major or K is 0, which neither kernel takes.
+template <typename Args>
+bool fill_operands(Args& args, const Tensor& out, const Tensor& pre, const Tensor& x, const Tensor& w,
+                   const Tensor& bias) {
   const int64_t K = x.sizes()[1];
   if (K == 0 || !row_major(x, K) || !row_major(w, K)) return false;
-  args.epilogue = gelu == UnaryOp::GeluTanh ? SkinnyEpilogue::GeluTanh : SkinnyEpilogue::GeluExact;
   args.m = out.sizes()[0];
   args.n = out.sizes()[1];
   args.k = K;
@@ -276,6 +272,20 @@ bool try_skinny(const Tensor& out, const Tensor& pre, const Tensor& x, const Ten
   args.ldo = args.n;
   args.pre = pre.defined() ? pre.data_ptr() : nullptr;
   args.ldp = args.n;
+  return true;
+}
+
+/// Kiln's skinny GEMM with a GELU epilogue, when it takes the call (16-bit, few rows).
+bool try_skinny(const Tensor& out, const Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias,
+                UnaryOp gelu, cudaStream_t stream) {
+  SkinnyGemmArgs args;
+  switch (out.dtype()) {
+    case DType::BFloat16: args.type = SkinnyType::BFloat16; break;
+    case DType::Float16: args.type = SkinnyType::Float16; break;
+    default: return false;
+  }
+  if (!fill_operands(args, out, pre, x, w, bias)) return false;
+  args.epilogue = gelu == UnaryOp::GeluTanh ? SkinnyEpilogue::GeluTanh : SkinnyEpilogue::GeluExact;
   if (!skinny_gemm_supported(args)) return false;
   skinny_gemm(args, stream);
   return true;
@@ -294,20 +304,7 @@ bool try_sm90(const Tensor& out, const Tensor& pre, const Tensor& x, const Tenso
       break;
     default: return false;
   }
-  const int64_t M = out.sizes()[0], N = out.sizes()[1], K = x.sizes()[1];
-  if (K == 0 || !row_major(x, K) || !row_major(w, K)) return false;  // row-major operands only
-  args.m = M;
-  args.n = N;
-  args.k = K;
-  args.x = x.data_ptr();
-  args.ldx = leading_dim(x, K);
-  args.w = w.data_ptr();
-  args.ldw = leading_dim(w, K);
-  args.bias = bias.defined() ? bias.data_ptr() : nullptr;
-  args.out = out.data_ptr();
-  args.ldo = N;
-  args.pre = pre.defined() ? pre.data_ptr() : nullptr;
-  args.ldp = N;
+  if (!fill_operands(args, out, pre, x, w, bias)) return false;
   if (!sm90_linear_gelu_supported(args)) return false;
   sm90_linear_gelu(args, stream);
   return true;
