@@ -1,0 +1,40 @@
+// Kiln's side of bench/cpu_vs_torch.py: times one CPU workload and prints its median, so the
+// script can run the same shapes through PyTorch and print the ratios. The thread count is
+// OMP_NUM_THREADS (the script sets it, and torch.set_num_threads to the same value).
+//
+//   cpu_linear linear M K N [--repeats 21]   float32 linear(x[M, K], w[N, K], bias[N])
+//
+// Prints one line: "median_ms <ms> threads <n>". Workloads are named so the MLP block
+// (GELU) can be added as another name beside linear.
+#include <kiln/kiln.h>
+
+#include <cstring>
+
+#include "bench/bench_util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace kiln;
+
+int main(int argc, char** argv) {
+  KILN_CHECK(argc >= 5 && std::strcmp(argv[1], "linear") == 0,
+             "cpu_linear: usage: cpu_linear linear M K N [--repeats r], got {} argument(s)", argc - 1);
+  const int64_t m = std::stoll(argv[2]), k = std::stoll(argv[3]), n = std::stoll(argv[4]);
+  int repeats = 21;
+  for (int i = 5; i < argc; ++i)
+    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) repeats = std::stoi(argv[++i]);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  manual_seed(0);
+  const Tensor x = randn({m, k}), w = randn({n, k}), bias = randn({n});
+  Tensor out;
+  bench::Turns turns;
+  turns.add("linear", 1, [&] { out = linear(x, w, bias); });
+  turns.run(repeats);
+  fmt::print("median_ms {:.4f} threads {}\n", turns.median_ns("linear") * 1e-6, threads);
+  return 0;
+}
