@@ -76,13 +76,10 @@ Operand<T> operand_of(const MatrixRef<T>& m, bool row_major) {
   return {m.data, 1, m.cols == 1 ? ld : m.col_stride, ld};
 }
 
-// Rounds n / ceil(n / target) up to a multiple of align: near-equal blocks of at most about
-// `target`, so the last block is not a short remainder.
-int64_t block_size(int64_t n, int64_t target, int64_t align) {
-  if (n <= target) return std::max<int64_t>(n, 1);
-  const int64_t blocks = (n + target - 1) / target;
-  const int64_t size = (n + blocks - 1) / blocks;
-  return (size + align - 1) / align * align;
+// `count` parts of about `target` (at least one, none empty) in multiples of `unit`.
+Split split(int64_t n, int64_t target, int64_t unit) {
+  const int64_t wanted = std::max<int64_t>(1, (n + target - 1) / target);
+  return {n, unit, std::min(wanted, std::max<int64_t>(1, n / unit))};
 }
 
 // One tile: rows [i0, i0 + mt) and columns [j0, j0 + nt) of out, K in fixed chunks.
@@ -113,9 +110,8 @@ void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int
 template <typename T, int LhsOrder, int RhsOrder>
 void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int64_t N, int64_t K, T alpha, T beta,
                const T* bias) {
-  const TileShape tile = gemm_tile_shape(M, N, K);
-  const int64_t row_tiles = (M + tile.rows - 1) / tile.rows, col_tiles = (N + tile.cols - 1) / tile.cols;
-  const int64_t tiles = row_tiles * col_tiles;
+  const TileGrid grid = gemm_tile_grid<T>(M, N, K);
+  const int64_t col_tiles = grid.cols.count, tiles = grid.rows.count * col_tiles;
   // Equal chunks (a function of K and kc only), so the last one is not a short remainder.
   const int64_t limit = sequential_kc<T>();
   const int64_t chunks = std::max<int64_t>(1, (K + limit - 1) / limit);
@@ -126,10 +122,11 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int6
   std::exception_ptr error;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t i0 = t / col_tiles * tile.rows, j0 = t % col_tiles * tile.cols;
+    const int64_t r = t / col_tiles, c = t % col_tiles;
+    const int64_t i0 = grid.rows.begin(r), j0 = grid.cols.begin(c);
     try {
-      run_tile<T, LhsOrder, RhsOrder>(out, N, a, b, i0, std::min(tile.rows, M - i0), j0, std::min(tile.cols, N - j0),
-                                      K, chunk, alpha, beta, bias);
+      run_tile<T, LhsOrder, RhsOrder>(out, N, a, b, i0, grid.rows.begin(r + 1) - i0, j0, grid.cols.begin(c + 1) - j0, K,
+                                      chunk, alpha, beta, bias);
     } catch (...) {
       // An exception must not leave an OpenMP region (std::terminate): keep the first one.
 #pragma omp critical(kiln_gemm_tiled_error)
@@ -141,11 +138,19 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int6
 
 }  // namespace
 
-TileShape gemm_tile_shape(int64_t M, int64_t N, int64_t /*K*/) {
-  // Columns in blocks of about 256 (a multiple of 16: the AVX-512 float width, along which
-  // Eigen vectorises a row-major output); rows whole up to 384, else blocks of about 256.
-  return {M <= 384 ? std::max<int64_t>(M, 1) : block_size(M, 256, 8), block_size(N, 256, 16)};
+template <typename T>
+TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t /*K*/) {
+  // Eigen computes the row-major output as its transpose, so our columns are its rows, cut
+  // into register blocks of mr (3 packets: 48 floats with AVX-512): column tiles of about
+  // 256 in multiples of mr keep every tile off Eigen's slower remainder paths (one packet,
+  // then scalars) except at the right edge. Rows (its nr = 4 columns) stay whole up to 384,
+  // else tiles of about 256 in multiples of 8. ~256 x K tiles keep the packed panels in L2.
+  constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
+  return {M <= 384 ? Split{M, 1, 1} : split(M, 256, 8), split(N, 256, mr)};
 }
+
+template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t);
+template TileGrid gemm_tile_grid<double>(int64_t, int64_t, int64_t);
 
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a_in, const MatrixRef<T>& b_in, T alpha, T beta, const T* bias) {

@@ -23,11 +23,24 @@ struct MatrixRef {
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias);
 
-/// The tile sizes gemm_tiled uses for an M x N output with inner size K ({rows, cols}).
-struct TileShape {
-  int64_t rows, cols;
+/// A near-equal split of [0, n) into `count` parts whose boundaries are multiples of `unit`
+/// (all but the end, n): part t is [begin(t), begin(t + 1)).
+struct Split {
+  int64_t n, unit, count;
+  /// The first index of part t (n for t == count).
+  int64_t begin(int64_t t) const {
+    // (n / unit) * t can overflow int64 for a huge n; the quotient fits.
+    return t >= count ? n : static_cast<int64_t>(static_cast<unsigned __int128>(n / unit) * t / count) * unit;
+  }
 };
-/// The tile shape for an M x N x K product: a function of the sizes only, never of threads.
-TileShape gemm_tile_shape(int64_t M, int64_t N, int64_t K);
+
+/// The output tiling of gemm_tiled for an M x N x K product of T: a function of the sizes
+/// (and of Eigen's register block for T) only, never of the thread count.
+struct TileGrid {
+  Split rows, cols;
+};
+/// The tile grid gemm_tiled<T> uses for an M x N output with inner size K.
+template <typename T>
+TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K);
 
 }  // namespace kiln::cpu

@@ -5,6 +5,7 @@
 // multiples of 1/8 (every sum below is exact in float32, so the comparison is exact in every
 // order) or continuous positive values (within the dtype's tolerance). Then: the same bits
 // with 1, 2 and 3 OpenMP threads.
+#include <algorithm>
 #include <cstring>
 
 #include "ops/cpu/gemm_tiled.h"
@@ -73,24 +74,50 @@ void check_kernel(const Tensor& a, const Tensor& b, double alpha, double beta, c
 
 }  // namespace
 
-TEST_CASE("gemm_tile_shape depends on the sizes only and covers the output in near-equal tiles") {
+namespace {
+
+// Every part non-empty, the parts in order and covering [0, n), inner boundaries multiples
+// of the unit, and no part more than one unit (plus the end's remainder) off the others.
+void check_split(const cpu::Split& s, int64_t target) {
+  INFO("n ", s.n, " unit ", s.unit, " count ", s.count);
+  REQUIRE(s.count >= 1);
+  CHECK(s.begin(0) == 0);
+  CHECK(s.begin(s.count) == s.n);
+  int64_t shortest = s.n, longest = 0;
+  for (int64_t t = 0; t < s.count; ++t) {
+    const int64_t size = s.begin(t + 1) - s.begin(t);
+    CHECK(size > 0);
+    if (t > 0) CHECK(s.begin(t) % s.unit == 0);
+    if (t + 1 < s.count) {
+      shortest = std::min(shortest, size);
+      longest = std::max(longest, size);
+    }
+  }
+  if (s.count > 2) CHECK(longest - shortest <= s.unit);
+  // About `target` per part, never more parts than units.
+  if (s.n >= s.unit) CHECK(s.count <= s.n / s.unit);
+  CHECK(s.count <= std::max<int64_t>(1, (s.n + target - 1) / target));
+}
+
+}  // namespace
+
+TEST_CASE("the tile grid depends on the sizes only and splits the output into near-equal tiles") {
   for (int64_t M : {1, 7, 64, 65, 384, 385, 1000, 4096})
-    for (int64_t N : {1, 17, 255, 256, 257, 300, 4096, 4097}) {
+    for (int64_t N : {1, 17, 47, 48, 255, 256, 257, 300, 4096, 4097}) {
       CAPTURE(M);
       CAPTURE(N);
-      const cpu::TileShape t = cpu::gemm_tile_shape(M, N, 517);
-      CHECK(t.rows >= 1);
-      CHECK(t.cols >= 1);
-      CHECK(t.rows <= std::max<int64_t>(M, 1));
-      CHECK(t.cols <= std::max<int64_t>(N, 1));
-      if (M <= 384) CHECK(t.rows == M);
-      if (N > 256) {
-        CHECK(t.cols % 16 == 0);
-        // The last tile is no shorter than the others by more than the alignment per tile.
-        const int64_t tiles = (N + t.cols - 1) / t.cols;
-        CHECK(N - (tiles - 1) * t.cols > t.cols - 16 * tiles);
-      }
+      const cpu::TileGrid g = cpu::gemm_tile_grid<float>(M, N, 517);
+      check_split(g.rows, 256);
+      check_split(g.cols, 256);
+      if (M <= 384) CHECK(g.rows.count == 1);
+      CHECK(cpu::gemm_tile_grid<float>(M, N, 517).cols.count == g.cols.count);
     }
+  // linear's (64, 1024, 4096): one row of 16 column tiles.
+  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024).cols.count == 16);
+  // A huge n does not overflow the boundary arithmetic.
+  const cpu::Split huge{int64_t{1} << 61, 8, int64_t{1} << 40};
+  CHECK(huge.begin(huge.count - 1) < huge.n);
+  CHECK(huge.begin(huge.count - 1) % 8 == 0);
 }
 
 TEST_CASE("the tiled GEMM matches float64 at M = 1, 7, 64, 65 and 1000 with N and K off every block size") {
