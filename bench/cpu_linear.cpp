@@ -2,7 +2,8 @@
 // script can run the same shapes through PyTorch and print the ratios. The thread count is
 // OMP_NUM_THREADS (the script sets it, and torch.set_num_threads to the same value).
 //
-//   cpu_linear linear M K N [--repeats 21]   float32 linear(x[M, K], w[N, K], bias[N])
+//   cpu_linear linear M K N [--repeats 21] [--dtype float32|bfloat16|float16|float64]
+//       linear(x[M, K], w[N, K], bias[N]), float32 unless --dtype says otherwise
 //
 // Prints one line: "median_ms <ms> threads <n> cpu_ms_per_call <ms>" (CPU time of all threads). Workloads are named so the MLP block
 // (GELU) can be added as another name beside linear.
@@ -34,14 +35,23 @@ int main(int argc, char** argv) {
              "cpu_linear: usage: cpu_linear linear M K N [--repeats r], got {} argument(s)", argc - 1);
   const int64_t m = std::stoll(argv[2]), k = std::stoll(argv[3]), n = std::stoll(argv[4]);
   int repeats = 21;
-  for (int i = 5; i < argc; ++i)
+  DType dtype = kFloat32;
+  for (int i = 5; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) repeats = std::stoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+      const std::string name = argv[++i];
+      bool found = false;
+      for (DType d : {kFloat32, kFloat64, kFloat16, kBFloat16})
+        if (name == dtype_name(d)) dtype = d, found = true;
+      KILN_CHECK(found, "cpu_linear: --dtype wants float32, float64, float16 or bfloat16, got '{}'", name);
+    }
+  }
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_get_max_threads();
 #endif
   manual_seed(0);
-  const Tensor x = randn({m, k}), w = randn({n, k}), bias = randn({n});
+  const Tensor x = randn({m, k}).to(dtype), w = randn({n, k}).to(dtype), bias = randn({n}).to(dtype);
   Tensor out;
   bench::Turns turns;
   turns.add("linear", 1, [&] { out = linear(x, w, bias); });

@@ -23,15 +23,21 @@ namespace {
 // Below this many elements a copy is not worth forking threads for.
 constexpr int64_t kParallelCopy = int64_t{1} << 16;
 
+// An uninitialised float scratch buffer of n elements from Kiln's CPU allocator (no zero
+// fill, and reused memory rather than fresh pages on every call when the allocator caches).
+float* scratch(Tensor& holder, int64_t n) {
+  holder = new_contiguous({n}, kFloat32, Device::cpu(), "matmul");
+  return holder.data_ptr<float>();
+}
+
 // Dense float copy of a strided matrix of 16-bit floats, in the source's orientation (a
 // transposed weight stays column-major, so both the read and the write stream).
 template <typename T>
-MatrixRef<float> widen(const MatrixRef<T>& m, std::vector<float>& v) {
-  v.resize(static_cast<size_t>(m.rows * m.cols));
+MatrixRef<float> widen(const MatrixRef<T>& m, Tensor& holder) {
+  float* dst = scratch(holder, m.rows * m.cols);
   const bool col_major = m.row_stride == 1 && m.rows > 1 && m.cols > 1;
   const int64_t outer = col_major ? m.cols : m.rows, inner = col_major ? m.rows : m.cols;
   const int64_t so = col_major ? m.col_stride : m.row_stride, si = col_major ? m.row_stride : m.col_stride;
-  float* dst = v.data();
 #pragma omp parallel for schedule(static) if (outer * inner >= kParallelCopy)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) dst[o * inner + i] = static_cast<float>(m.data[o * so + i * si]);
@@ -44,18 +50,19 @@ void gemm_one(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, double alpha
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     gemm_tiled<T>(out, a, b, static_cast<T>(alpha), static_cast<T>(beta), bias);
   } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    std::vector<float> va, vb, vo(static_cast<size_t>(M * N)), vbias;
-    const MatrixRef<float> wa = widen(a, va), wb = widen(b, vb);
+    Tensor ha, hb, ho, hbias;
+    const MatrixRef<float> wa = widen(a, ha), wb = widen(b, hb);
+    float* vo = scratch(ho, M * N);
+    float* vbias = nullptr;
     if (bias) {
-      vbias.resize(static_cast<size_t>(N));
+      vbias = scratch(hbias, N);
       for (int64_t j = 0; j < N; ++j) vbias[j] = static_cast<float>(bias[j]);
     } else if (beta != 0.0) {
       // beta == 0 leaves vo unread (gemm_tiled ignores it), as BLAS ignores out.
       for (int64_t i = 0; i < M * N; ++i) vo[i] = static_cast<float>(out[i]);
     }
-    gemm_tiled<float>(vo.data(), wa, wb, static_cast<float>(alpha), static_cast<float>(beta),
-                      bias ? vbias.data() : nullptr);
-    const float* src = vo.data();
+    gemm_tiled<float>(vo, wa, wb, static_cast<float>(alpha), static_cast<float>(beta), vbias);
+    const float* src = vo;
 #pragma omp parallel for schedule(static) if (M * N >= kParallelCopy)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) out[i * N + j] = T(src[i * N + j]);
