@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "bench/bench_util.h"
+#include "ops/cpu/gemm_tiled.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -67,10 +68,25 @@ std::vector<Library> open_libraries(int threads) {
     fmt::print("BLIS: not installed (apt-get install libblis-dev)\n");
   }
   if (void* h = open_first({"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"})) {
-    if (auto sgemm = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm")))
+    if (auto sgemm = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"))) {
       libs.push_back({"onednn", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k, int64_t n) {
                         sgemm('N', 'T', m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
                       }});
+      // Kiln's tile grid with oneDNN's kernel: threads take whole tiles, oneDNN runs
+      // sequentially inside each (it does not nest inside an OpenMP region).
+      libs.push_back({"onednn tiled", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k,
+                                              int64_t n) {
+                        const cpu::TileGrid g = cpu::gemm_tile_grid<float>(m, n, k);
+                        const int64_t tiles = g.rows.count * g.cols.count;
+#pragma omp parallel for schedule(static)
+                        for (int64_t t = 0; t < tiles; ++t) {
+                          const int64_t r = t / g.cols.count, c = t % g.cols.count;
+                          const int64_t i0 = g.rows.begin(r), j0 = g.cols.begin(c);
+                          sgemm('N', 'T', g.rows.begin(r + 1) - i0, g.cols.begin(c + 1) - j0, k, 1.0f, x + i0 * k, k,
+                                w + j0 * k, k, 0.0f, out + i0 * n + j0, n);
+                        }
+                      }});
+    }
   } else {
     fmt::print("oneDNN: not installed (apt-get install libdnnl-dev)\n");
   }
