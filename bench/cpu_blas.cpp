@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
 #endif
   fmt::print("cpu_blas: float32 out[M, N] = x[M, K] @ w[N, K]^T, {}, {} thread(s)\n", bench::machine_description(),
              threads);
+  fmt::print("Kiln's CPU GEMM: {}\n", cpu::gemm_backend());
   const std::vector<Library> libs = open_libraries(threads);
   fmt::print("median ms of {} rounds after one warm-up, the variants taking turns; GFLOP/s = 2MNK / time;\n"
              "'repeats' says whether a second call gave the same bits; diff = max |x - Kiln mm|\n\n",

@@ -17,6 +17,13 @@
 #include <exception>
 #include <vector>
 
+#include "../../core/error.h"
+
+#ifdef KILN_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#endif
+
 namespace kiln::cpu {
 
 namespace {
@@ -82,16 +89,46 @@ Split split(int64_t n, int64_t target, int64_t unit) {
   return {n, unit, std::min(wanted, std::max<int64_t>(1, n / unit))};
 }
 
-// One tile: rows [i0, i0 + mt) and columns [j0, j0 + nt) of out, K in fixed chunks.
-template <typename T, int LhsOrder, int RhsOrder>
-void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int64_t i0, int64_t mt, int64_t j0,
-              int64_t nt, int64_t K, int64_t chunk, T alpha, T beta, const T* bias) {
+// Writes the bias, zeros or beta * out into rows [i0, i0 + mt), columns [j0, j0 + nt).
+template <typename T>
+void init_tile(T* out, int64_t ldo, int64_t i0, int64_t mt, int64_t j0, int64_t nt, T beta, const T* bias) {
   for (int64_t i = i0; i < i0 + mt; ++i) {
     T* row = out + i * ldo + j0;
     if (bias) std::copy(bias + j0, bias + j0 + nt, row);
     else if (beta == T(0)) std::fill(row, row + nt, T(0));
     else if (beta != T(1)) for (int64_t j = 0; j < nt; ++j) row[j] *= beta;
   }
+}
+
+#ifdef KILN_WITH_ONEDNN
+// One float tile through oneDNN's sgemm (row-major; 'T' reads a column-major operand), added
+// to the initialised tile (beta = 1). oneDNN runs it on the calling thread: inside an active
+// parallel region it does not nest, and omp_set_num_threads(1) here (this implicit task's
+// setting only) keeps it from forking when the region runs on one thread. oneDNN then blocks
+// K by the sizes alone, so the tile's bits do not depend on the thread count.
+void onednn_tile(float* out, int64_t ldo, const Operand<float>& a, bool a_rows, const Operand<float>& b, bool b_rows,
+                 int64_t i0, int64_t mt, int64_t j0, int64_t nt, int64_t K, float alpha) {
+  omp_set_num_threads(1);
+  const dnnl_status_t status =
+      dnnl_sgemm(a_rows ? 'N' : 'T', b_rows ? 'N' : 'T', mt, nt, K, alpha, a.data + i0 * a.row_stride, a.ld,
+                 b.data + j0 * b.col_stride, b.ld, 1.0f, out + i0 * ldo + j0, ldo);
+  KILN_CHECK(status == dnnl_success, "matmul: oneDNN's sgemm failed with status {} on a {}x{}x{} tile",
+             static_cast<int>(status), mt, nt, K);
+}
+#endif
+
+// One tile: rows [i0, i0 + mt) and columns [j0, j0 + nt) of out, K in fixed chunks.
+template <typename T, int LhsOrder, int RhsOrder>
+void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int64_t i0, int64_t mt, int64_t j0,
+              int64_t nt, int64_t K, int64_t chunk, T alpha, T beta, const T* bias) {
+  init_tile(out, ldo, i0, mt, j0, nt, beta, bias);
+#ifdef KILN_WITH_ONEDNN
+  if constexpr (std::is_same_v<T, float>) {
+    if (K > 0)
+      onednn_tile(out, ldo, a, LhsOrder == Eigen::RowMajor, b, RhsOrder == Eigen::RowMajor, i0, mt, j0, nt, K, alpha);
+    return;
+  }
+#endif
   if (K == 0) return;
   using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic,
                                                         Eigen::Dynamic>;
@@ -137,6 +174,14 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int6
 }
 
 }  // namespace
+
+const char* gemm_backend() {
+#ifdef KILN_WITH_ONEDNN
+  return "oneDNN sgemm (float, 16-bit) and Eigen (double) on Kiln's tiles";
+#else
+  return "Eigen on Kiln's tiles";
+#endif
+}
 
 template <typename T>
 TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t /*K*/) {

@@ -23,6 +23,10 @@ struct MatrixRef {
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias);
 
+/// Which kernel runs the tiles in this build: oneDNN's sgemm for float (KILN_ONEDNN) and
+/// Eigen's for double, or Eigen's for both.
+const char* gemm_backend();
+
 /// A near-equal split of [0, n) into `count` parts whose boundaries are multiples of `unit`
 /// (all but the end, n): part t is [begin(t), begin(t + 1)).
 struct Split {
