@@ -4,7 +4,7 @@
 // dimension and re-decides its blocking per thread count; at linear's small M (64 rows) it
 // barely scaled past one core, and its K blocking changed with the thread count (so results
 // did). Here Kiln owns the parallel loop: the output is cut into tiles sized from M, N and K
-// alone, OpenMP threads take whole tiles (schedule(static)), and each tile calls Eigen's
+// alone, OpenMP threads take whole tiles (first come, first served), and each tile calls Eigen's
 // sequential GEMM driver (internal::general_matrix_matrix_product with no parallel info)
 // once per chunk of K. Chunks are never longer than Eigen's kc, so Eigen never splits them
 // further: an output element is the bias (or beta * out, or 0), then plus alpha times each
@@ -157,7 +157,10 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int6
   // the bits) are the same either way.
   const bool parallel = tiles > 1 && static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= 1e6;
   std::exception_ptr error;
-#pragma omp parallel for schedule(static) if (parallel)
+  // Dynamic: a thread that shares its core with another process (or started late) takes
+  // fewer tiles instead of holding everyone at the end; which thread runs a tile does not
+  // change its bits.
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t r = t / col_tiles, c = t % col_tiles;
     const int64_t i0 = grid.rows.begin(r), j0 = grid.cols.begin(c);
