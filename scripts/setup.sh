@@ -4,6 +4,8 @@
 # faster builds); and, optionally, the Fashion-MNIST data set the training example reads
 # (Debian's dataset-fashion-mnist, /usr/share/datasets/fashion-mnist): without it everything
 # still builds and the tests that need it skip, so failing to install it is only a warning.
+# Also optional: oneDNN (libdnnl-dev), whose sgemm runs the CPU float GEMM when CMake finds it
+# (KILN_ONEDNN, CMakeLists.txt); without it Eigen's slower kernel does.
 # A copy staged in data/fashion-mnist (scripts/stage_fashion_mnist.sh) counts as installed;
 # KILN_SETUP_DATA=0 skips the data set (an offline machine without a staged copy).
 # Uses apt-get (through sudo when not root) and says what it installs; a second run
@@ -25,11 +27,17 @@ declare -A probe=(
   [doctest-dev]=hdr:doctest/doctest.h
   [nlohmann-json3-dev]=hdr:nlohmann/json.hpp
   [zlib1g-dev]=hdr:zlib.h
+  [libdnnl-dev]=hdr:oneapi/dnnl/dnnl.h
   [dataset-fashion-mnist]="file:/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz|data/fashion-mnist/t10k-labels-idx1-ubyte.gz"
 )
 order=(g++ make cmake libeigen3-dev libfmt-dev doctest-dev nlohmann-json3-dev zlib1g-dev ninja-build)
-optional=(dataset-fashion-mnist)
-[[ ${KILN_SETUP_DATA:-1} == 0 ]] && optional=()
+optional=(libdnnl-dev dataset-fashion-mnist)
+[[ ${KILN_SETUP_DATA:-1} == 0 ]] && optional=(libdnnl-dev)
+# What goes without each optional package.
+declare -A without=(
+  [libdnnl-dev]="the CPU GEMM will use Eigen's kernel instead of oneDNN's"
+  [dataset-fashion-mnist]="the tests that read Fashion-MNIST will skip"
+)
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 have() {
@@ -62,7 +70,10 @@ done
 
 # Optional packages that cannot be installed are reported, not fatal.
 skip_optional() {
-  echo "setup: could not install ${missing_optional[*]} ($1); the tests that read Fashion-MNIST will skip" >&2
+  local pkg
+  for pkg in "${missing_optional[@]}"; do
+    echo "setup: could not install $pkg ($1); ${without[$pkg]}" >&2
+  done
   missing_optional=()
 }
 
@@ -98,6 +109,9 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   install "${missing[@]}"
 fi
 if [[ ${#missing_optional[@]} -gt 0 ]]; then
-  echo "setup: installing optional data: ${missing_optional[*]}"
-  install "${missing_optional[@]}" || skip_optional "apt-get failed"
+  echo "setup: installing optional packages: ${missing_optional[*]}"
+  # One at a time, so one that cannot be installed does not keep the others out.
+  for pkg in "${missing_optional[@]}"; do
+    install "$pkg" || { missing_optional=("$pkg"); skip_optional "apt-get failed"; }
+  done
 fi

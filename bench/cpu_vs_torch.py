@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Kiln's CPU path side by side with PyTorch's CPU path, same machine, same thread count.
+
+For each thread count (1 and all cores by default) and each workload in WORKLOADS, runs
+Kiln's benchmark binary (build/bench/cpu_linear, OMP_NUM_THREADS=n) and PyTorch in a child
+process (torch.set_num_threads(n), with OMP/OpenBLAS/MKL thread variables set to n too, as a
+BLAS behind torch reads its own), and prints medians and the ratio Kiln / PyTorch (< 1 means
+Kiln is faster). The driver needs no torch; the PyTorch side runs under --torch-python
+(default Debian's /usr/bin/python3, whose python3-torch is CPU-only). It also says which BLAS
+torch loaded: with Debian's reference BLAS (no libopenblas installed) torch's CPU GEMM is
+~50x slower than with OpenBLAS, and the ratios would flatter Kiln.
+
+  python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# One entry per row. "kiln": arguments of the Kiln binary (after its path); "torch": the name
+# of a function in TORCH_WORKER plus its arguments. The MLP block rows (GELU, issue 17) go
+# here as more entries, with their Kiln mode in bench/cpu_linear.cpp and their torch
+# function in TORCH_WORKER.
+WORKLOADS = [
+    {"name": "linear (64,1024,4096) fp32", "kiln": ["linear", "64", "1024", "4096"],
+     "torch": ["linear", 64, 1024, 4096]},
+    {"name": "linear (1024,1024,4096) fp32", "kiln": ["linear", "1024", "1024", "4096"],
+     "torch": ["linear", 1024, 1024, 4096]},
+]
+
+# Runs in the child interpreter: reads {"threads", "repeats", "workloads"} as JSON on stdin,
+# prints {"medians_ms": [...], "blas": "...", "version": "..."} as JSON.
+TORCH_WORKER = r"""
+import json, sys, time
+import torch
+req = json.load(sys.stdin)
+torch.set_num_threads(req["threads"])
+torch.manual_seed(0)
+
+def linear(m, k, n):
+    x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+    return lambda: torch.nn.functional.linear(x, w, b)
+
+def median_ms(f, repeats):
+    f()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2] * 1e3
+
+blas = sorted({line.split()[-1] for line in open("/proc/self/maps")
+               if any(s in line for s in ("blas", "mkl", "blis"))})
+with torch.no_grad():
+    medians = [median_ms(globals()[w[0]](*w[1:]), req["repeats"]) for w in req["workloads"]]
+print(json.dumps({"medians_ms": medians, "blas": blas, "version": torch.__version__,
+                  "threads": torch.get_num_threads()}))
+"""
+
+
+def thread_env(n):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+        env[var] = str(n)
+    return env
+
+
+def run_kiln(binary, args, threads, repeats):
+    out = subprocess.run([binary, *args, "--repeats", str(repeats)], env=thread_env(threads), check=True,
+                         capture_output=True, text=True).stdout
+    fields = out.split()
+    if len(fields) < 4 or fields[0] != "median_ms" or int(fields[3]) != threads:
+        sys.exit(f"cpu_vs_torch: unexpected output of {binary} {' '.join(args)}: {out!r}")
+    return float(fields[1])
+
+
+def run_torch(python, threads, repeats):
+    req = {"threads": threads, "repeats": repeats, "workloads": [w["torch"] for w in WORKLOADS]}
+    proc = subprocess.run([python, "-c", TORCH_WORKER], input=json.dumps(req), env=thread_env(threads),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"cpu_vs_torch: the PyTorch side failed under {python}:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default="build", help="Kiln build directory (default: build)")
+    parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="thread counts (default: 1 and all cores)")
+    parser.add_argument("--repeats", type=int, default=21, help="timed calls per workload (median)")
+    parser.add_argument("--torch-python", default="/usr/bin/python3", help="interpreter with torch")
+    args = parser.parse_args()
+    binary = os.path.join(args.build, "bench", "cpu_linear")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"cpu_vs_torch: {binary} not found: build it first (cmake --build {args.build} --target cpu_linear)")
+    threads = sorted({int(t) for t in args.threads.split(",")})
+    with open("/proc/cpuinfo") as f:
+        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
+    print(f"cpu_vs_torch: {model}, {os.cpu_count()} hardware threads; medians of {args.repeats} calls "
+          f"after a warm-up; Kiln and PyTorch alternate per thread count")
+    rows = []
+    for n in threads:
+        kiln = [run_kiln(binary, w["kiln"], n, args.repeats) for w in WORKLOADS]
+        torch = run_torch(args.torch_python, n, args.repeats)
+        if n == threads[0]:
+            print(f"PyTorch {torch['version']}, BLAS loaded: {', '.join(torch['blas']) or 'none found'}")
+            if any("/blas/libblas" in b for b in torch["blas"]):
+                print("WARNING: torch runs on Debian's reference BLAS (install libopenblas-dev for a fair comparison)")
+        for w, k, t in zip(WORKLOADS, kiln, torch["medians_ms"]):
+            rows.append((w["name"], n, k, t))
+    print(f"\n{'workload':<34} {'threads':>7} {'Kiln ms':>10} {'PyTorch ms':>11} {'Kiln/PyTorch':>13}")
+    for name, n, k, t in rows:
+        print(f"{name:<34} {n:>7} {k:>10.3f} {t:>11.3f} {k / t:>12.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+// The CPU GEMM's tiled engine (ops/cpu/gemm_tiled.h): sizes that cut the output into
+// several row and column tiles with short edge tiles, K longer than one chunk and off every
+// block size, the bias written per tile, both operand orientations and copied (strided)
+// operands, every dtype; against a float64 reference written here. Inputs are random
+// multiples of 1/8 (every sum below is exact in float32, so the comparison is exact in every
+// order) or continuous positive values (within the dtype's tolerance). Then: the same bits
+// with 1, 2 and 3 OpenMP threads.
+#include <algorithm>
+#include <cstring>
+
+#include "ops/cpu/gemm_tiled.h"
+#include "ops/kernels.h"
+#include "testing.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+// float64 out = alpha * a @ b + (bias defined ? bias over the rows : beta * c).
+std::vector<double> reference_gemm(const Tensor& a, const Tensor& b, double alpha, const Tensor& bias, double beta,
+                                   const Tensor& c) {
+  const int64_t M = a.sizes()[0], K = a.sizes()[1], N = b.sizes()[1];
+  const std::vector<double> va = values(a), vb = values(b);
+  const std::vector<double> vbias = bias.defined() ? values(bias) : std::vector<double>();
+  const std::vector<double> vc = c.defined() ? values(c) : std::vector<double>();
+  std::vector<double> r(static_cast<size_t>(M * N));
+  std::vector<double> acc(static_cast<size_t>(N));
+  for (int64_t i = 0; i < M; ++i) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t k = 0; k < K; ++k) {
+      const double x = va[i * K + k];
+      for (int64_t j = 0; j < N; ++j) acc[j] += x * vb[k * N + j];
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      const double base = bias.defined() ? vbias[j] : beta == 0.0 ? 0.0 : beta * vc[i * N + j];
+      r[i * N + j] = base + alpha * acc[j];
+    }
+  }
+  return r;
+}
+
+// a [M, K] laid out row-major, transposed in memory, or as every other column of a wider
+// buffer (neither stride 1: the engine copies it).
+Tensor operand(const Shape& shape, int layout, DType dt, bool eighths) {
+  auto make = [&](const Shape& s) { return eighths ? random_eighths(s, dt) : random(s, dt, 0.0, 1.0); };
+  if (layout == 1) return make({shape[1], shape[0]}).t();
+  if (layout == 2) return make({shape[0], 2 * shape[1]}).slice(1, 1, 2 * shape[1], 2);
+  return make(shape);
+}
+
+const char* layout_label(int layout) { return layout == 0 ? "row-major" : layout == 1 ? "transposed" : "strided"; }
+
+// The kernel with alpha, beta, an optional bias and out starting as `c`, checked against
+// the reference.
+void check_kernel(const Tensor& a, const Tensor& b, double alpha, double beta, const Tensor& bias, bool exact) {
+  const int64_t M = a.sizes()[0], N = b.sizes()[1];
+  const DType dt = a.dtype();
+  const Tensor c = exact ? random_eighths({M, N}, dt) : random({M, N}, dt, 0.0, 1.0);
+  Tensor out = c.clone();
+  dispatch::gemm_kernels.get("matmul", Device::cpu())(out, a, b, alpha, beta, bias);
+  const std::vector<double> want = reference_gemm(a, b, alpha, bias, beta, c);
+  if (exact && (dt == kFloat32 || dt == kFloat64)) {
+    // Exact inputs: every order of summation gives the reference itself.
+    check_close(out, want, {M, N}, Tolerance{0, 0});
+  } else {
+    check_close(out, want, {M, N});
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Every part non-empty, the parts in order and covering [0, n), inner boundaries multiples
+// of the unit, and no part more than one unit (plus the end's remainder) off the others.
+void check_split(const cpu::Split& s, int64_t target) {
+  INFO("n ", s.n, " unit ", s.unit, " count ", s.count);
+  REQUIRE(s.count >= 1);
+  CHECK(s.begin(0) == 0);
+  CHECK(s.begin(s.count) == s.n);
+  int64_t shortest = s.n, longest = 0;
+  for (int64_t t = 0; t < s.count; ++t) {
+    const int64_t size = s.begin(t + 1) - s.begin(t);
+    CHECK(size > 0);
+    if (t > 0) CHECK(s.begin(t) % s.unit == 0);
+    if (t + 1 < s.count) {
+      shortest = std::min(shortest, size);
+      longest = std::max(longest, size);
+    }
+  }
+  if (s.count > 2) CHECK(longest - shortest <= s.unit);
+  // About `target` per part, never more parts than units.
+  if (s.n >= s.unit) CHECK(s.count <= s.n / s.unit);
+  CHECK(s.count <= std::max<int64_t>(1, (s.n + target - 1) / target));
+}
+
+}  // namespace
+
+TEST_CASE("the tile grid depends on the sizes only and splits the output into near-equal tiles") {
+  for (int64_t M : {1, 7, 64, 65, 384, 385, 1000, 4096})
+    for (int64_t N : {1, 17, 47, 48, 255, 256, 257, 300, 4096, 4097}) {
+      CAPTURE(M);
+      CAPTURE(N);
+      const cpu::TileGrid g = cpu::gemm_tile_grid<float>(M, N, 517);
+      check_split(g.rows, 256);
+      check_split(g.cols, 256);
+      if (M <= 384) CHECK(g.rows.count == 1);
+      CHECK(cpu::gemm_tile_grid<float>(M, N, 517).cols.count == g.cols.count);
+    }
+  // linear's (64, 1024, 4096): one row of 16 column tiles.
+  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024).cols.count == 16);
+  // A huge n does not overflow the boundary arithmetic.
+  const cpu::Split huge{int64_t{1} << 61, 8, int64_t{1} << 40};
+  CHECK(huge.begin(huge.count - 1) < huge.n);
+  CHECK(huge.begin(huge.count - 1) % 8 == 0);
+}
+
+TEST_CASE("the tiled GEMM matches float64 at M = 1, 7, 64, 65 and 1000 with N and K off every block size") {
+  manual_seed(171);
+  // K = 517: longer than Eigen's kc on common L1 sizes (so several chunks), not a multiple of 8;
+  // N = 300: two column tiles (160 and 140), neither a multiple of the register block.
+  const int64_t K = 517, N = 300;
+  for (int64_t M : {1, 7, 64, 65, 1000}) {
+    CAPTURE(M);
+    const std::vector<DType> types = M == 1000 ? std::vector<DType>{kFloat32, kFloat64}
+                                               : std::vector<DType>{kFloat32, kFloat64, kFloat16, kBFloat16, kInt32,
+                                                                    kInt64};
+    for (DType dt : types) {
+      CAPTURE(dt);
+      for (int la = 0; la < 3; ++la)
+        for (int lb = 0; lb < 3; ++lb) {
+          if (M == 1000 && la + lb > 1) continue;  // the big case: row-major and one transposed operand
+          INFO("a ", layout_label(la), ", b ", layout_label(lb));
+          const Tensor a = operand({M, K}, la, dt, true), b = operand({K, N}, lb, dt, true);
+          const Tensor bias = random_eighths({N}, dt);
+          check_kernel(a, b, 1.0, 0.0, Tensor(), true);
+          check_kernel(a, b, 2.0, 0.0, bias, true);
+          if (M != 1000) check_kernel(a, b, is_floating(dt) ? 0.5 : 3.0, is_floating(dt) ? 1.5 : -2.0, Tensor(), true);
+        }
+    }
+  }
+}
+
+TEST_CASE("the tiled GEMM on continuous values stays within the dtype tolerance, with and without a bias") {
+  manual_seed(172);
+  for (DType dt : kFloatTypes) {
+    CAPTURE(dt);
+    for (int64_t M : {7, 65, 1000}) {
+      if (M == 1000 && !(dt == kFloat32 || dt == kFloat64)) continue;
+      CAPTURE(M);
+      const Tensor a = operand({M, 517}, 0, dt, false), w = operand({300, 517}, 0, dt, false);
+      const Tensor bias = random({300}, dt, 0.0, 1.0);
+      check_close(linear(a, w, bias), reference_linear(a, w, bias), {M, 300});
+      check_close(linear(a, w, Tensor()), reference_linear(a, w, Tensor()), {M, 300});
+      check_kernel(a, w.t(), 1.0, 0.5, Tensor(), false);
+    }
+  }
+}
+
+TEST_CASE("the tiled GEMM with K = 0 writes the bias, zeros or beta * out into every tile") {
+  manual_seed(173);
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt64}) {
+    CAPTURE(dt);
+    const Tensor a = random_eighths({600, 0}, dt), b = random_eighths({0, 700}, dt), bias = random_eighths({700}, dt);
+    check_kernel(a, b, 1.0, 0.0, bias, true);
+    check_kernel(a, b, 1.0, 0.0, Tensor(), true);
+    check_kernel(a, b, 1.0, is_floating(dt) ? 0.5 : 2.0, Tensor(), true);
+  }
+}
+
+#ifdef _OPENMP
+
+namespace {
+
+// Restores the process's OpenMP thread count when a test ends, pass or fail.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(omp_get_max_threads()) {}
+  ~ThreadCountGuard() { omp_set_num_threads(saved_); }
+  ThreadCountGuard(const ThreadCountGuard&) = delete;
+  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
+
+ private:
+  int saved_;
+};
+
+bool same_bits(const Tensor& x, const Tensor& y) {
+  const Tensor a = x.contiguous(), b = y.contiguous();
+  return a.sizes() == b.sizes() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.numel()) * a.element_size()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the tiled GEMM gives the same bits with 1, 2 and 3 threads") {
+  manual_seed(174);
+  const ThreadCountGuard guard;
+  const int64_t K = 1031, N = 517;
+  for (int64_t M : {1, 7, 64, 65, 1000})
+    for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+      if (M == 1000 && (dt == kFloat64 || dt == kFloat16)) continue;
+      CAPTURE(M);
+      CAPTURE(dt);
+      // Continuous values of both signs: the rounding depends on the order of every sum.
+      const Tensor x = random({M, K}, dt), w = random({N, K}, dt), bias = random({N}, dt);
+      const Tensor xt = random({K, M}, dt).t(), c = random({M, N}, dt);
+      auto run_all = [&] {
+        return std::vector<Tensor>{linear(x, w, bias), linear(x, w, Tensor()), matmul(xt, w.t()),
+                                   addmm(c, x, w.t(), 0.5, 1.5)};
+      };
+      omp_set_num_threads(1);
+      const std::vector<Tensor> one = run_all();
+      for (int threads : {2, 3}) {
+        CAPTURE(threads);
+        omp_set_num_threads(threads);
+        const std::vector<Tensor> many = run_all();
+        for (size_t i = 0; i < one.size(); ++i) {
+          CAPTURE(i);
+          CHECK(same_bits(one[i], many[i]));
+        }
+      }
+    }
+}
+
+#endif  // _OPENMP
