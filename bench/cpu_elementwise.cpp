@@ -9,6 +9,9 @@
 // Under no_grad, so the MLP times the forward alone, as PyTorch's under torch.no_grad().
 //
 //   cpu_elementwise [--threads N] [--repeats R] [--only NAME]
+//
+// --only grain prints instead what the parallel grains of ops/cpu/parallel.h rest on: the
+// cost of an OpenMP fork/join and the per-element costs of add and gelu on one thread.
 #include <kiln/kiln.h>
 
 #include <cstring>
@@ -83,6 +86,42 @@ int main(int argc, char** argv) {
       Tensor y;
       time_row(u.name, fmt::format("{}x4096", rows), threads, repeats, calls_for(x.numel()), [&] { y = u.op(x); });
     }
+  }
+  if (only == "grain") {
+    // Where splitting pays: an empty OpenMP fork/join against the per-element cost of a
+    // cheap (add) and a transcendental (gelu) op on one thread, timed below the grains. Two
+    // threads save half the work, so they pay from n = 2 * fork_join / per_element.
+    double fork_join_us = 0;
+#ifdef _OPENMP
+    {
+      bench::Turns turns;
+      turns.add("fork_join", 2000, [] {
+        int sink = 0;
+#pragma omp parallel
+        {
+          bench::do_not_optimize(sink);
+        }
+      });
+      turns.run(repeats);
+      fork_join_us = turns.median_ns("fork_join") / 1e3;
+    }
+#endif
+    const Tensor a = randn({16384}), b = randn({16384});
+    Tensor y;
+    bench::Turns turns;
+    turns.add("add", 200, [&] { y = a + b; });
+    turns.add("gelu", 200, [&] { y = gelu(a); });
+    turns.add("empty_add", 200, [&] { y = a.narrow(0, 0, 1) + b.narrow(0, 0, 1); });
+    turns.run(repeats);
+    const double call_us = turns.median_ns("empty_add") / 1e3;
+    const double add_ns = (turns.median_ns("add") - turns.median_ns("empty_add")) / 16383;
+    const double gelu_ns = (turns.median_ns("gelu") - turns.median_ns("empty_add")) / 16383;
+    fmt::print("grain: fork/join {:.2f} us ({} threads), op call {:.2f} us, add {:.3f} ns/element, gelu {:.3f} ns/element\n",
+               fork_join_us, threads, call_us, add_ns, gelu_ns);
+    if (fork_join_us > 0)
+      fmt::print("grain: 2 threads pay from about {:.0f} elements (add), {:.0f} (gelu)\n",
+                 2 * fork_join_us * 1e3 / add_ns, 2 * fork_join_us * 1e3 / gelu_ns);
+    return 0;
   }
   if (only.empty() || only == "mlp") {
     nn::MLP mlp({1024, 4096, 1024}, nn::Activation::GELU);
