@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
       fork_join_us = turns.median_ns("fork_join") / 1e3;
     }
 #endif
+#ifdef _OPENMP
+    omp_set_num_threads(1);  // the per-element costs on one thread
+#endif
     const Tensor a = randn({16384}), b = randn({16384});
     Tensor y;
     bench::Turns turns;

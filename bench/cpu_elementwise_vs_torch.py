@@ -9,7 +9,7 @@ torch.set_num_threads. Both report the median of several turns; the table shows 
 Kiln / PyTorch (below 1.0: Kiln is faster).
 
     /usr/bin/python3 bench/cpu_elementwise_vs_torch.py --binary build/bench/cpu_elementwise \
-        [--threads 1,2] [--repeats 7]
+        [--threads 1,2] [--repeats 7] [--rounds 3]
 
 Needs a Python with torch (Debian's python3-torch on the development machine).
 """
@@ -73,13 +73,21 @@ def main():
     parser.add_argument("--binary", default="build/bench/cpu_elementwise")
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3, help="Kiln and PyTorch take turns this many times")
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.split(",")]
-    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs; float32; medians of {args.repeats} turns, microseconds")
+    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs; float32; medians of {args.repeats} turns, "
+          f"then the median of {args.rounds} rounds; microseconds")
     print(f"{'row':<10} {'shape':<10} {'threads':>7} {'Kiln us':>10} {'torch us':>10} {'Kiln/torch':>10}")
     for threads in thread_counts:
-        kiln = kiln_rows(args.binary, threads, args.repeats)
-        ref = torch_rows(threads, args.repeats)
+        # Kiln and PyTorch take turns, `rounds` times; each row keeps the median over rounds,
+        # so a burst of load on a shared machine hits both sides alike.
+        kiln_runs, torch_runs = [], []
+        for _ in range(args.rounds):
+            kiln_runs.append(kiln_rows(args.binary, threads, args.repeats))
+            torch_runs.append(torch_rows(threads, args.repeats))
+        kiln = {k: statistics.median(r[k] for r in kiln_runs if k in r) for k in kiln_runs[0]}
+        ref = {k: statistics.median(r[k] for r in torch_runs) for k in torch_runs[0]}
         for key, t_us in ref.items():
             k_us = kiln.get(key)
             ratio = f"{k_us / t_us:10.2f}" if k_us else f"{'-':>10}"

@@ -17,13 +17,16 @@
 
 namespace kiln::cpu {
 
-/// Elements of a cheap elementwise op (add, copy: a few cycles each, memory bound) below which
-/// it stays on one thread. Measured with bench/cpu_elementwise on 2 cores: splitting 32K floats
-/// of add already pays for the fork/join (about 2-4 us with a warm thread pool).
+// The grains rest on `bench/cpu_elementwise --only grain` (2-core Xeon, quiet): an OpenMP
+// fork/join costs about 0.7-0.8 us, add about 0.13 ns and gelu about 1-2 ns per element on
+// one thread, so two threads break even from about 11-13K elements of add and 0.6-1.6K of
+// gelu. The grains sit a few times above that (a chunk is at least one grain), leaving room
+// for the costlier fork/join of many-core hosts and loaded machines.
+
+/// Elements per chunk, at least, of a cheap elementwise op (add, copy: memory bound).
 inline constexpr int64_t kGrainCheap = int64_t{1} << 15;
 
-/// Elements of a transcendental elementwise op (exp, tanh, GELU: tens of cycles each) below
-/// which it stays on one thread.
+/// Elements per chunk, at least, of a transcendental elementwise op (exp, tanh, GELU).
 inline constexpr int64_t kGrainTranscendental = int64_t{1} << 12;
 
 /// The number of chunks `work` units are cut into: one per OpenMP thread, at most
