@@ -57,7 +57,9 @@ void parallel_for(int64_t total, int64_t grain, F&& fn, int64_t align = 16) {
   // Chunk size rounded up to a multiple of align; trailing chunks may be short or empty.
   const int64_t per = (total + chunks - 1) / chunks;
   const int64_t step = (per + align - 1) / align * align;
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
+#endif
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = std::min(total, c * step);
     const int64_t end = std::min(total, begin + step);
