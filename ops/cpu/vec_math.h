@@ -41,7 +41,9 @@ template <typename A>
 void exp_block(const Block<A>& x, Block<A>& y) {
   y = x.exp();
   if constexpr (std::is_same_v<A, float>) {
-    if (x.maxCoeff() > 87.0f) {  // a vectorised max (any() would be a scalar loop)
+    // A vectorised max (any() would be a scalar loop) that skips NaN, so a NaN lane cannot
+    // hide a lane above 87.
+    if (x.template maxCoeff<Eigen::PropagateNumbers>() > 87.0f) {
       const Block<float> high = (x - 1.0f).exp() * 2.71828182845904523536f;
       for (int64_t i = 0; i < kBlock<float>; ++i)
         if (x[i] > 87.0f) y[i] = high[i];

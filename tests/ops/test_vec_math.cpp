@@ -180,6 +180,26 @@ TEST_CASE("vectorised ops give the scalar formulas' NaN, Inf and signed zeros") 
                  [](float v) { return math::GeluTanhBackward{}(1.5f, v); });
 }
 
+TEST_CASE("a NaN beside a value near float's overflow does not change that value's result") {
+  // exp recomputes inputs above 87 (where Eigen's exp overflows early); a NaN in the same
+  // block must not hide them.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> alone = {88.5f, -88.5f, 88.0f};
+  for (size_t at = 0; at < 3; ++at) {
+    CAPTURE(at);
+    std::vector<float> mixed = {nan, nan, nan, nan};
+    mixed[at + 1] = alone[at];
+    const Tensor x = from_vector(mixed, {4}), one = from_vector(std::vector<float>{alone[at]}, {1});
+    for (const VecCase& c : vec_cases()) {
+      const std::string name = c.name;
+      CAPTURE(name);
+      const std::vector<float> got = c.op(x).to_vector<float>(), want = c.op(one).to_vector<float>();
+      CHECK(std::memcmp(&got[at + 1], &want[0], sizeof(float)) == 0);
+      CHECK(std::isfinite(exp(one).item<float>()) == (alone[at] < 88.7f));
+    }
+  }
+}
+
 TEST_CASE("vectorised ops give each element the same bits in every layout and at every length") {
   manual_seed(171);
   const Tensor base = random({67, 131}, kFloat32, -6, 6);
