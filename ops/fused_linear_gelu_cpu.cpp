@@ -1,7 +1,9 @@
 // CPU bodies of fused_linear_gelu and its backward. Forward: the GEMM through the CPU GEMM
 // kernel (Eigen, the same thread-independent summation order as linear), into the output
 // itself for float32/float64 and into a float buffer for float16/bfloat16, then ONE pass over
-// the output that adds the bias, stores the pre-activation when asked, and applies GELU: the
+// the output (rows split over the OpenMP threads) that adds the bias, stores the
+// pre-activation when asked, and applies GELU (the vector formula of cpu/vec_math.h where
+// there is one, as the unfused gelu does): the
 // 16-bit types compute the bias and GELU on the float accumulator and round once (the
 // unfused path rounds the GEMM's result first). GELU and its derivatives are unary_math.h's
 // and binary_math.h's functors, the ones the unfused gelu and gelu_backward run.
@@ -9,13 +11,17 @@
 // Backward: dH = grad * gelu'(h) in one pass (rounded to the dtype, as gelu_backward's result
 // is), then grad input = dH @ W and grad weight = dH^T @ X through the GEMM kernel and the
 // bias gradient as a column sum through the reduce kernel; each only when asked for.
+#include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "../tensor/dtype_dispatch.h"
 #include "../tensor/make.h"
 #include "binary_math.h"
 #include "cpu/loops.h"
+#include "cpu/parallel.h"
 #include "cpu/register.h"
+#include "cpu/vec_blocks.h"
 #include "kernels.h"
 #include "unary_math.h"
 
@@ -55,15 +61,32 @@ void forward_typed(const Tensor& out, const Tensor& pre, const Tensor& x, const 
   T* o = static_cast<T*>(out.data_ptr());
   T* p = pre.defined() ? static_cast<T*>(pre.data_ptr()) : nullptr;
   const bool done = math::with_unary_formula<A>(gelu, [&](auto formula) {
-    for (int64_t i = 0; i < M; ++i) {
-      const int64_t row = i * N;
-      for (int64_t j = 0; j < N; ++j) {
-        A v = a[row + j];
-        if (b != nullptr) v += static_cast<A>(b[j]);  // no bias: nothing added (keeps -0.0 as linear does)
-        if (p != nullptr) p[row + j] = static_cast<T>(v);
-        o[row + j] = static_cast<T>(formula(v));
-      }
-    }
+    using Formula = decltype(formula);
+    // Rows split over the threads; each row in pieces of kGatherBlock values through a buffer.
+    const int64_t grain_rows = std::max<int64_t>(1, kGrainTranscendental / std::max<int64_t>(N, 1));
+    parallel_for(
+        M, grain_rows,
+        [&](int64_t first_row, int64_t end_row) {
+          std::array<A, kGatherBlock> buf;
+          for (int64_t i = first_row; i < end_row; ++i) {
+            for (int64_t j0 = 0; j0 < N; j0 += kGatherBlock) {
+              const int64_t at = i * N + j0, m = std::min(kGatherBlock, N - j0);
+              for (int64_t j = 0; j < m; ++j) {
+                A v = a[at + j];
+                if (b != nullptr) v += static_cast<A>(b[j0 + j]);  // no bias: nothing added (keeps -0.0 as linear does)
+                if (p != nullptr) p[at + j] = static_cast<T>(v);
+                buf[j] = v;
+              }
+              if constexpr (vec::has_vec_unary<A, Formula>) {
+                vec::apply_unary<A, Formula>(buf.data(), buf.data(), m);
+              } else {
+                for (int64_t j = 0; j < m; ++j) buf[j] = formula(buf[j]);
+              }
+              for (int64_t j = 0; j < m; ++j) o[at + j] = static_cast<T>(buf[j]);
+            }
+          }
+        },
+        1);
   });
   KILN_INTERNAL_ASSERT(done, "fused_linear_gelu: no GELU formula for dtype {}", out.dtype());
 }
@@ -81,8 +104,13 @@ void dgelu_typed(const Tensor& dh, const Tensor& grad, const Tensor& pre, UnaryO
   using A = acc_t<T>;
   const BinaryOp op = gelu == UnaryOp::Gelu ? BinaryOp::GeluBackward : BinaryOp::GeluTanhBackward;
   const bool done = math::with_binary_formula<A>(op, A(1), [&](auto formula) {
-    map<T, T, T>(dh, [formula](T g, T h) { return static_cast<T>(formula(static_cast<A>(g), static_cast<A>(h))); },
-                 grad, pre);
+    using Formula = decltype(formula);
+    if constexpr (vec::has_vec_binary<A, Formula>) {
+      map_blocks<T, T, T>(dh, vec_binary_block<T, Formula>, kGrainTranscendental, grad, pre);
+    } else {
+      map<T, T, T>(dh, [formula](T g, T h) { return static_cast<T>(formula(static_cast<A>(g), static_cast<A>(h))); },
+                   grad, pre);
+    }
   });
   KILN_INTERNAL_ASSERT(done, "fused_linear_gelu_backward: no GELU derivative for dtype {}", dh.dtype());
 }

@@ -1,5 +1,8 @@
 // CPU softmax: for each position of the other dims, three passes along `dim` (max, sum of
 // exponentials, write), accumulating in double so float32 and 16-bit inputs stay accurate.
+// Large inputs split their rows over the OpenMP threads; each row is reduced in the same order
+// whatever the thread count, so results are bitwise identical for any.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,7 +26,9 @@ void softmax_cpu(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   }
   if (n == 0) return;
   dispatch_floating(in.dtype(), "softmax", [&]<typename T>() {
-    walk<2>(outer, {operand(out), operand(in)}, [&](char** p, const int64_t* s, int64_t runs) {
+    // Rows split over the threads (a row's passes are the same whichever thread runs it).
+    const int64_t grain_rows = std::max<int64_t>(1, kGrainTranscendental / n);
+    parallel_walk<2>(outer, {operand(out), operand(in)}, grain_rows, [&](char** p, const int64_t* s, int64_t runs) {
       for (int64_t r = 0; r < runs; ++r) {
         T* o = reinterpret_cast<T*>(p[0] + r * s[0]);
         const T* x = reinterpret_cast<const T*>(p[1] + r * s[1]);

@@ -100,4 +100,38 @@ TEST_CASE("matmul, addmm and linear give the same bits with 1 thread and with se
   same_for_any_thread_count("matrix-vector", [&] { return matmul(mv, v); });
 }
 
+TEST_CASE("elementwise ops and row kernels give the same bits with 1 thread and with several") {
+  manual_seed(93);
+  // Above every parallel threshold, in float32, 16-bit and float64, contiguous and transposed
+  // (many strided runs, chunk boundaries inside runs).
+  for (DType dt : {kFloat32, kBFloat16, kFloat64}) {
+    const Tensor x = random({257, 1031}, dt, -6, 6);
+    const Tensor xt = random({1031, 257}, dt, -6, 6).t();
+    const Tensor y = random({257, 1031}, dt);
+    for (const Tensor& in : {x, xt}) {
+      const std::string layout = in.is_contiguous() ? "contiguous" : "transposed";
+      const std::string what = fmt::format("{} {}", dtype_name(dt), layout);
+      same_for_any_thread_count("exp " + what, [&] { return exp(in); });
+      same_for_any_thread_count("tanh " + what, [&] { return tanh(in); });
+      same_for_any_thread_count("sigmoid " + what, [&] { return sigmoid(in); });
+      same_for_any_thread_count("gelu " + what, [&] { return gelu(in); });
+      same_for_any_thread_count("gelu tanh " + what, [&] { return gelu(in, "tanh"); });
+      same_for_any_thread_count("log " + what, [&] { return log(abs(in) + 1); });
+      same_for_any_thread_count("add " + what, [&] { return in + y; });
+      same_for_any_thread_count("mul broadcast " + what, [&] { return in * y.narrow(0, 3, 1); });
+      same_for_any_thread_count("gelu_backward " + what, [&] { return gelu_backward(y, in); });
+      same_for_any_thread_count("gelu_backward tanh " + what, [&] { return gelu_backward(y, in, "tanh"); });
+      same_for_any_thread_count("copy to float32 " + what, [&] { return in.to(kFloat32); });
+      same_for_any_thread_count("softmax rows " + what, [&] { return softmax(in, 1); });
+      same_for_any_thread_count("softmax columns " + what, [&] { return softmax(in, 0); });
+      same_for_any_thread_count("layer_norm " + what, [&] { return layer_norm(in.contiguous(), {1031}); });
+    }
+    const Tensor w = random({513, 1031}, dt, -0.1, 0.1), b = random({513}, dt);
+    same_for_any_thread_count(fmt::format("fused_linear_gelu {}", dtype_name(dt)),
+                              [&] { return fused_linear_gelu(x, w, b); });
+    same_for_any_thread_count(fmt::format("fused_linear_gelu tanh {}", dtype_name(dt)),
+                              [&] { return fused_linear_gelu(x, w, b, "tanh"); });
+  }
+}
+
 #endif  // _OPENMP
