@@ -11,6 +11,7 @@
 #include "ops/cpu/gemm_tiled.h"
 #include "ops/kernels.h"
 #include "testing.h"
+#include "thread_count_guard.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -176,18 +177,6 @@ TEST_CASE("the tiled GEMM with K = 0 writes the bias, zeros or beta * out into e
 #ifdef _OPENMP
 
 namespace {
-
-// Restores the process's OpenMP thread count when a test ends, pass or fail.
-class ThreadCountGuard {
- public:
-  ThreadCountGuard() : saved_(omp_get_max_threads()) {}
-  ~ThreadCountGuard() { omp_set_num_threads(saved_); }
-  ThreadCountGuard(const ThreadCountGuard&) = delete;
-  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
-
- private:
-  int saved_;
-};
 
 bool same_bits(const Tensor& x, const Tensor& y) {
   const Tensor a = x.contiguous(), b = y.contiguous();

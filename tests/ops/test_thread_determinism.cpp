@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "testing.h"
+#include "thread_count_guard.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -20,18 +21,6 @@ using namespace kiln::testing;
 #ifdef _OPENMP
 
 namespace {
-
-// Restores the process's OpenMP thread count when a test ends, pass or fail.
-class ThreadCountGuard {
- public:
-  ThreadCountGuard() : saved_(omp_get_max_threads()) {}
-  ~ThreadCountGuard() { omp_set_num_threads(saved_); }
-  ThreadCountGuard(const ThreadCountGuard&) = delete;
-  ThreadCountGuard& operator=(const ThreadCountGuard&) = delete;
-
- private:
-  int saved_;
-};
 
 // The raw bytes of a CPU tensor's elements in row-major order.
 std::vector<unsigned char> bytes_of(const Tensor& t) {
