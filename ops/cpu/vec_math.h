@@ -41,9 +41,12 @@ template <typename A>
 void exp_block(const Block<A>& x, Block<A>& y) {
   y = x.exp();
   if constexpr (std::is_same_v<A, float>) {
-    // A vectorised max (any() would be a scalar loop) that skips NaN, so a NaN lane cannot
-    // hide a lane above 87.
-    if (x.template maxCoeff<Eigen::PropagateNumbers>() > 87.0f) {
+    // An OR of the lane comparisons, which the compiler vectorises (a compare and a mask OR;
+    // Eigen's any() is a scalar loop, and its NaN-skipping maxCoeff<PropagateNumbers> cost 45%
+    // of the whole exp in a probe). A NaN lane compares false, so it cannot hide a lane above 87.
+    int high_lanes = 0;
+    for (int64_t i = 0; i < kBlock<float>; ++i) high_lanes |= x[i] > 87.0f;
+    if (high_lanes != 0) {
       const Block<float> high = (x - 1.0f).exp() * 2.71828182845904523536f;
       for (int64_t i = 0; i < kBlock<float>; ++i)
         if (x[i] > 87.0f) y[i] = high[i];
