@@ -157,30 +157,48 @@ class Walker {
 };
 
 /// Walks `sizes` once over the given operands (see Walker::run).
-template <size_t N, typename Sizes, typename Run>
-void walk(const Sizes& sizes, const std::array<WalkOperand, N>& ops, Run&& run) {
+namespace detail {
+/// A walk's operands in the form Walker takes: each operand's byte strides and base pointer.
+template <size_t N>
+struct WalkArgs {
   std::array<const DimValues*, N> strides;
   std::array<char*, N> ptrs;
+};
+template <size_t N>
+WalkArgs<N> walk_args(const std::array<WalkOperand, N>& ops) {
+  WalkArgs<N> a;
   for (size_t k = 0; k < N; ++k) {
-    strides[k] = &ops[k].byte_strides;
-    ptrs[k] = ops[k].data;
+    a.strides[k] = &ops[k].byte_strides;
+    a.ptrs[k] = ops[k].data;
   }
-  Walker<N>(sizes, strides).run(ptrs, std::forward<Run>(run));
+  return a;
+}
+/// True when a run's byte steps `s` (out first, then the inputs) are each operand's element
+/// size: the run is dense in every operand.
+template <typename Out, typename... In, size_t... I>
+bool dense_run(const int64_t* s, std::index_sequence<I...>) {
+  return s[0] == static_cast<int64_t>(sizeof(Out)) && ((s[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
+}
+}  // namespace detail
+
+template <size_t N, typename Sizes, typename Run>
+void walk(const Sizes& sizes, const std::array<WalkOperand, N>& ops, Run&& run) {
+  const detail::WalkArgs<N> a = detail::walk_args(ops);
+  Walker<N>(sizes, a.strides).run(a.ptrs, std::forward<Run>(run));
 }
 
 /// Walks `sizes` over the given operands like walk(), split over the OpenMP threads when it
 /// has at least 2 * grain elements (cpu/parallel.h): `run` is called from several threads at
-/// once, on disjoint runs, and must not throw.
+/// once, on disjoint runs, and must not throw. On one thread it is walk()'s single pass.
 template <size_t N, typename Sizes, typename Run>
 void parallel_walk(const Sizes& sizes, const std::array<WalkOperand, N>& ops, int64_t grain, Run&& run) {
-  std::array<const DimValues*, N> strides;
-  std::array<char*, N> ptrs;
-  for (size_t k = 0; k < N; ++k) {
-    strides[k] = &ops[k].byte_strides;
-    ptrs[k] = ops[k].data;
+  const detail::WalkArgs<N> a = detail::walk_args(ops);
+  const Walker<N> walker(sizes, a.strides);
+  if (parallel_chunks(walker.numel(), grain) <= 1) {
+    walker.run(a.ptrs, run);
+    return;
   }
-  const Walker<N> walker(sizes, strides);
-  parallel_for(walker.numel(), grain, [&](int64_t begin, int64_t end) { walker.run_range(ptrs, begin, end, run); });
+  parallel_for(walker.numel(), grain, [&](int64_t begin, int64_t end) { walker.run_range(a.ptrs, begin, end, run); });
 }
 
 namespace detail {
@@ -189,9 +207,7 @@ void map_impl(const Tensor& out, F& f, int64_t grain, std::index_sequence<I...>,
   constexpr size_t N = 1 + sizeof...(In);
   const std::array<WalkOperand, N> ops{operand(out), operand(ins)...};
   parallel_walk<N>(out.sizes(), ops, grain, [&](char** p, const int64_t* s, int64_t n) {
-    const bool dense = s[0] == static_cast<int64_t>(sizeof(Out)) &&
-                       ((s[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
-    if (dense) {
+    if (dense_run<Out, In...>(s, std::index_sequence<I...>{})) {
       Out* o = reinterpret_cast<Out*>(p[0]);
       for (int64_t i = 0; i < n; ++i) o[i] = f(reinterpret_cast<const In*>(p[I + 1])[i]...);
     } else {
@@ -221,9 +237,7 @@ void map_blocks_impl(const Tensor& out, B& block, int64_t grain, std::index_sequ
   constexpr size_t N = 1 + sizeof...(In);
   const std::array<WalkOperand, N> ops{operand(out), operand(ins)...};
   parallel_walk<N>(out.sizes(), ops, grain, [&](char** p, const int64_t* s, int64_t n) {
-    const bool dense = s[0] == static_cast<int64_t>(sizeof(Out)) &&
-                       ((s[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
-    if (dense) {
+    if (dense_run<Out, In...>(s, std::index_sequence<I...>{})) {
       block(reinterpret_cast<Out*>(p[0]), reinterpret_cast<const In*>(p[I + 1])..., n);
       return;
     }
