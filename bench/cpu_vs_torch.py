@@ -10,7 +10,13 @@ Kiln is faster). The driver needs no torch; the PyTorch side runs under --torch-
 torch loaded: with Debian's reference BLAS (no libopenblas installed) torch's CPU GEMM is
 ~50x slower than with OpenBLAS, and the ratios would flatter Kiln.
 
-  python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21]
+With --fashion-mnist DIR it adds one more row per thread count: the issue-14 Fashion-MNIST
+recipe on the CPU (examples/train_fashion_mnist --device cpu against bench/fashion_mnist_torch.py
+--device cpu, same data, same thread variables), --fm-epochs epochs (default 2) in one process
+each, reported as the mean training time per epoch (train_s / epochs; the first epoch's
+first-call costs included on both sides).
+
+  python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21] [--fashion-mnist DIR]
 """
 import argparse
 import json
@@ -86,12 +92,41 @@ def run_torch(python, threads, repeats):
     return json.loads(proc.stdout)
 
 
+def result_field(out, field, what):
+    """The value of `field=` on the RESULT line of `out`."""
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+            if field in fields:
+                return fields[field]
+    sys.exit(f"cpu_vs_torch: no RESULT {field}= in the output of {what}:\n{out[-2000:]}")
+
+
+def fashion_mnist_epoch_s(build, python, data, epochs, threads):
+    """(Kiln, PyTorch) mean seconds per CPU training epoch of the Fashion-MNIST recipe."""
+    common = ["--device", "cpu", "--epochs", str(epochs), "--data", data, "--seed", "0"]
+    kiln_binary = os.path.join(build, "examples", "train_fashion_mnist")
+    runs = {"kiln": [kiln_binary, *common],
+            "torch": [python, os.path.join(os.path.dirname(__file__), "fashion_mnist_torch.py"), *common]}
+    seconds = {}
+    for side, cmd in runs.items():
+        proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"cpu_vs_torch: {' '.join(cmd)} failed:\n{proc.stdout[-1000:]}{proc.stderr[-2000:]}")
+        seconds[side] = float(result_field(proc.stdout, "train_s", cmd[0])) / epochs
+        print(f"  fashion-mnist {side}, {threads} thread(s): acc={result_field(proc.stdout, 'acc', cmd[0])} "
+              f"train_s={seconds[side] * epochs:.2f} over {epochs} epoch(s)")
+    return seconds["kiln"], seconds["torch"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default="build", help="Kiln build directory (default: build)")
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="thread counts (default: 1 and all cores)")
     parser.add_argument("--repeats", type=int, default=21, help="timed calls per workload (median)")
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="interpreter with torch")
+    parser.add_argument("--fashion-mnist", metavar="DIR", help="add the CPU Fashion-MNIST epoch row (IDX .gz files in DIR)")
+    parser.add_argument("--fm-epochs", type=int, default=2, help="epochs per Fashion-MNIST run (default 2)")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bench", "cpu_linear")
     if not os.access(binary, os.X_OK):
@@ -111,6 +146,9 @@ def main():
                 print("WARNING: torch runs on Debian's reference BLAS (install libopenblas-dev for a fair comparison)")
         for w, k, t in zip(WORKLOADS, kiln, torch["medians_ms"]):
             rows.append((w["name"], n, k, t))
+        if args.fashion_mnist:
+            k, t = fashion_mnist_epoch_s(args.build, args.torch_python, args.fashion_mnist, args.fm_epochs, n)
+            rows.append(("Fashion-MNIST epoch (ms per epoch)", n, k * 1e3, t * 1e3))
     print(f"\n{'workload':<34} {'threads':>7} {'Kiln ms':>10} {'PyTorch ms':>11} {'Kiln/PyTorch':>13}")
     for name, n, k, t in rows:
         print(f"{name:<34} {n:>7} {k:>10.3f} {t:>11.3f} {k / t:>12.2f}x")

@@ -187,14 +187,52 @@ const char* gemm_backend() {
 }
 
 template <typename T>
-TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t /*K*/) {
+TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K) {
   // Eigen computes the row-major output as its transpose, so our columns are its rows, cut
-  // into register blocks of mr (3 packets: 48 floats with AVX-512): column tiles of about
-  // 256 in multiples of mr keep every tile off Eigen's slower remainder paths (one packet,
-  // then scalars) except at the right edge. Rows (its nr = 4 columns) stay whole up to 384,
-  // else tiles of about 256 in multiples of 8. ~256 x K tiles keep the packed panels in L2.
+  // into register blocks of mr (3 packets: 48 floats with AVX-512): column tiles in multiples of
+  // mr keep every tile off Eigen's slower remainder paths (one packet, then scalars) except at
+  // the right edge; rows go in multiples of 8.
+  //
+  // Size: each tile call packs its panels of A and B again, a cost per multiply-add that goes
+  // as 1/rows + 1/cols of the tile, so tiles start large: 512 x 512 packs half as often as the
+  // 256 x 256 tiles before, with which linear (1024, 1024, 4096) on one thread took 1.19x
+  // PyTorch's time (docs/BENCHMARKS.md section 9). Then the larger edge is
+  // halved while the grid has fewer than kWantedTiles tiles and each tile keeps at least
+  // kMinTileMacs multiply-adds (a 16-core host's fork and a tile's start cost ~10 us, a tile of
+  // 1 Mi multiply-adds ~10-20 us on one core), so the small GEMMs of a training step (256 x 784
+  // x 256) still spread over the cores. Edges stop at 32 rows and one register block of
+  // columns. All of this reads M, N and K only.
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
-  return {M <= 384 ? Split{M, 1, 1} : split(M, 256, 8), split(N, 256, mr)};
+  constexpr int64_t kWantedTiles = 16;
+  constexpr double kMinTileMacs = 1024.0 * 1024.0;
+  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
+  TileGrid grid{split(M, 512, 8), split(N, 512, mr)};
+  bool rows_can = true, cols_can = true;  // false once halving that edge would not do
+  // A finer grid is taken only if it has more tiles and each keeps kMinTileMacs.
+  const auto fine_enough = [&](const Split& rows, const Split& cols) {
+    const double tiles = static_cast<double>(rows.count) * static_cast<double>(cols.count);
+    return tiles > static_cast<double>(grid.rows.count) * static_cast<double>(grid.cols.count) &&
+           macs / tiles >= kMinTileMacs;
+  };
+  while (grid.rows.count * grid.cols.count < kWantedTiles) {
+    // Halve the longer edge of the current tiles, if it can still shrink.
+    const int64_t row_edge = (M + grid.rows.count - 1) / grid.rows.count;
+    const int64_t col_edge = (N + grid.cols.count - 1) / grid.cols.count;
+    rows_can = rows_can && row_edge >= 64;
+    cols_can = cols_can && col_edge >= 2 * mr;
+    if (cols_can && (col_edge >= row_edge || !rows_can)) {
+      const Split finer = split(N, col_edge / 2, mr);
+      cols_can = fine_enough(grid.rows, finer);
+      if (cols_can) grid.cols = finer;
+    } else if (rows_can) {
+      const Split finer = split(M, row_edge / 2, 8);
+      rows_can = fine_enough(finer, grid.cols);
+      if (rows_can) grid.rows = finer;
+    } else {
+      break;
+    }
+  }
+  return grid;
 }
 
 template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t);

@@ -102,19 +102,45 @@ void check_split(const cpu::Split& s, int64_t target) {
 
 }  // namespace
 
-TEST_CASE("the tile grid depends on the sizes only and splits the output into near-equal tiles") {
-  for (int64_t M : {1, 7, 64, 65, 384, 385, 1000, 4096})
-    for (int64_t N : {1, 17, 47, 48, 255, 256, 257, 300, 4096, 4097}) {
-      CAPTURE(M);
-      CAPTURE(N);
-      const cpu::TileGrid g = cpu::gemm_tile_grid<float>(M, N, 517);
-      check_split(g.rows, 256);
-      check_split(g.cols, 256);
-      if (M <= 384) CHECK(g.rows.count == 1);
-      CHECK(cpu::gemm_tile_grid<float>(M, N, 517).cols.count == g.cols.count);
-    }
-  // linear's (64, 1024, 4096): one row of 16 column tiles.
+TEST_CASE("the tile grid depends on the sizes only, splits the output into near-equal tiles, and spreads small GEMMs") {
+  const int64_t mr = cpu::gemm_tile_grid<float>(1, 1, 1).cols.unit;  // Eigen's register block
+  REQUIRE(mr % 8 == 0);
+  for (int64_t K : {1, 64, 517, 4096})
+    for (int64_t M : {1, 7, 64, 65, 256, 384, 385, 1000, 4096})
+      for (int64_t N : {1, 17, 47, 48, 255, 256, 257, 300, 784, 4096, 4097}) {
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(K);
+        const cpu::TileGrid g = cpu::gemm_tile_grid<float>(M, N, K);
+        REQUIRE(g.rows.unit == 8);
+        REQUIRE(g.cols.unit == mr);
+        const int64_t start_tiles = std::min(std::max<int64_t>(1, (M + 511) / 512), std::max<int64_t>(1, M / 8)) *
+                                    std::min(std::max<int64_t>(1, (N + 511) / 512), std::max<int64_t>(1, N / mr));
+        // Near-equal parts of at most 512 (the starting edge), never below 32 rows / one register block.
+        check_split(g.rows, 32);
+        check_split(g.cols, mr);
+        const double tiles = static_cast<double>(g.rows.count) * static_cast<double>(g.cols.count);
+        const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+        CHECK((M + g.rows.count - 1) / g.rows.count <= 512 + 8);
+        CHECK((N + g.cols.count - 1) / g.cols.count <= 512 + mr);
+        // Split past the 512-edge start only while each tile keeps >= 1 Mi multiply-adds.
+        CHECK(tiles >= static_cast<double>(start_tiles));
+        if (tiles > static_cast<double>(start_tiles)) CHECK(macs / tiles >= 1024.0 * 1024.0);
+        // Big enough products get at least 16 tiles when the edges allow.
+        if (macs >= 64.0 * 1024 * 1024 && M >= 256 && N >= 256) CHECK(tiles >= 16);
+        // Sizes only: the same answer every time.
+        const cpu::TileGrid again = cpu::gemm_tile_grid<float>(M, N, K);
+        CHECK(again.rows.count == g.rows.count);
+        CHECK(again.cols.count == g.cols.count);
+      }
+  // linear's (64, 1024, 4096): one row of 16 column tiles; a training step's (256, 784, 256): 16 tiles.
+  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024).rows.count == 1);
   CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024).cols.count == 16);
+  const cpu::TileGrid step = cpu::gemm_tile_grid<float>(256, 256, 784);
+  CHECK(step.rows.count * step.cols.count == 16);
+  // (1024, 1024, 4096): 512 x 512 tiles, 16 of them.
+  CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024).rows.count == 2);
+  CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024).cols.count == 8);
   // A huge n does not overflow the boundary arithmetic.
   const cpu::Split huge{int64_t{1} << 61, 8, int64_t{1} << 40};
   CHECK(huge.begin(huge.count - 1) < huge.n);
