@@ -5,6 +5,7 @@
 // the CUDA build (--fmad=false) would round separately: both devices give the same bits.
 #include "../tensor/dtype_dispatch.h"
 #include "cpu/loops.h"
+#include "cpu/parallel.h"
 #include "cpu/register.h"
 #include "kernels.h"
 
@@ -19,7 +20,9 @@ void update_elements(const std::array<const Tensor*, N>& operands, F&& f) {
   using A = acc_t<T>;
   std::array<WalkOperand, N> ops;
   for (size_t k = 0; k < N; ++k) ops[k] = operand(*operands[k]);
-  walk<N>(operands[0]->sizes(), ops, [&](char** p, const int64_t* s, int64_t n) {
+  // Split over the OpenMP threads above a grain (each element is updated on its own, so the
+  // bits do not depend on the split); `f` must not throw.
+  parallel_walk<N>(operands[0]->sizes(), ops, kGrainTranscendental, [&](char** p, const int64_t* s, int64_t n) {
     bool dense = true;
     for (size_t k = 0; k < N; ++k) dense = dense && s[k] == static_cast<int64_t>(sizeof(T));
     std::array<int64_t, N> step;

@@ -123,4 +123,36 @@ TEST_CASE("elementwise ops and row kernels give the same bits with 1 thread and 
   }
 }
 
+TEST_CASE("the fused optimizer steps give the same bits with 1 thread and with several") {
+  manual_seed(94);
+  // Above the parallel grain, contiguous and transposed, float32 and bfloat16.
+  for (DType dt : {kFloat32, kBFloat16}) {
+    for (bool transposed : {false, true}) {
+      // The parameter [257, 301], stored transposed (strided) in the second round.
+      const Tensor base = transposed ? random({301, 257}, dt) : random({257, 301}, dt);
+      const auto fresh_param = [&] { return transposed ? base.clone().t() : base.clone(); };
+      const Tensor grad = random({257, 301}, dt);
+      const Tensor avg0 = random({257, 301}, dt), sq0 = abs(random({257, 301}, dt));
+      AdamConfig config;
+      config.lr = 1e-2;
+      config.weight_decay = 0.01;
+      const std::string what = fmt::format("{} {}", dtype_name(dt), transposed ? "transposed" : "contiguous");
+      same_for_any_thread_count("_fused_adamw_ param " + what, [&] {
+        const Tensor param = fresh_param(), avg = avg0.clone(), sq = sq0.clone();
+        REQUIRE(param.is_contiguous() != transposed);
+        _fused_adamw_(param, grad, avg, sq, Tensor(), 3.0, config);
+        return cat({param.contiguous().flatten(), avg.flatten(), sq.flatten()}, 0);
+      });
+      SgdConfig sgd;
+      sgd.lr = 0.1;
+      sgd.momentum = 0.9;
+      same_for_any_thread_count("_fused_sgd_ " + what, [&] {
+        const Tensor param = fresh_param(), buf = avg0.clone();
+        _fused_sgd_(param, grad, buf, sgd, false);
+        return cat({param.contiguous().flatten(), buf.flatten()}, 0);
+      });
+    }
+  }
+}
+
 #endif  // _OPENMP
