@@ -1,14 +1,17 @@
 // Kiln's skinny GEMM (ops/cuda/skinny_gemm.h): what accepts() and supported() decline and the
-// errors skinny_gemm() throws (on any machine); on a GPU that runs it, the kernel called
-// through its own interface into NaN-poisoned outputs (padding columns of a wider leading
-// dimension must stay poisoned) against float64 references on random data, for bf16 and f16,
-// every epilogue, with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and
-// 200, past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
-// 4104}, every split and warps-per-k-block override; the ops that route to it (linear, fused_linear_gelu)
-// bit for bit against the direct call and against each other (fused == gelu(linear)); linear
-// on the skinny path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the
-// fallbacks (K not a multiple of 8, unaligned rows, float32, M above the policy, a transposed
-// weight); and a replay from a CUDA graph. Elsewhere the numeric cases say they skip.
+// errors skinny_gemm() throws (on any machine); on a GPU that runs them, both kernels (the
+// portable mma.sync one and, on compute capability 9.0, the sm_90a wgmma one) called through
+// the interface into NaN-poisoned outputs (padding columns of a wider leading dimension must
+// stay poisoned) against float64 references on random data, for bf16 and f16, every epilogue,
+// with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and up to 200, past
+// the size policy, through the direct call) and N, K from {8, 65, 120, 1000, 1024, 4096, 4104},
+// every split, warps-per-k-block override and programmatic launch; the ops that route to it
+// (linear, fused_linear_gelu) bit for bit against the direct call and against each other
+// (fused == gelu(linear)); linear on the skinny path against cuBLASLt; NaN and Inf where
+// cuBLASLt + the gelu op put them; the fallbacks (K not a multiple of 8, unaligned rows,
+// float32, M above the policy, a transposed weight); a replay from a CUDA graph, and two
+// launches chained by programmatic dependent launch in one. Elsewhere the numeric cases say
+// they skip.
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
@@ -21,6 +24,7 @@
 
 #include "cuda/cuda_testing.h"
 #include "ops/cuda/skinny_gemm.h"
+#include "ops/cuda/skinny_wgmma.h"
 #include "ops/fused_linear_gelu_reference.h"
 #include "testing.h"
 
@@ -31,7 +35,9 @@ using kiln::cuda_kernels::skinny_gemm_accepts;
 using kiln::cuda_kernels::skinny_gemm_max_m;
 using kiln::cuda_kernels::skinny_gemm_supported;
 using kiln::cuda_kernels::SkinnyEpilogue;
+using kiln::cuda_kernels::skinny_wgmma_ready;
 using kiln::cuda_kernels::SkinnyGemmArgs;
+using kiln::cuda_kernels::SkinnyKernel;
 using kiln::cuda_kernels::SkinnyType;
 
 namespace {
@@ -52,12 +58,23 @@ SkinnyGemmArgs dummy_args(int64_t m = 64, int64_t n = 4096, int64_t k = 1024) {
   return a;
 }
 
-/// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower.
-const int64_t kPolicyM = std::min<int64_t>(64, skinny_gemm_max_m());
+/// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower
+/// (a function: the limit depends on the device, asked at run time, not at static initialisation).
+int64_t policy_m() { return std::min<int64_t>(64, skinny_gemm_max_m()); }
 
 /// Whether this machine's current device runs the kernel (asked with one row, which every size
 /// policy takes: a refusal then means the device or the build, never the shape).
 bool kernel_available() { return skinny_gemm_supported(dummy_args(1)); }
+
+/// The kernels this machine's current device runs (the portable one first).
+std::vector<SkinnyKernel> available_kernels() {
+  std::vector<SkinnyKernel> kernels;
+  SkinnyGemmArgs a = dummy_args(1);
+  a.kernel = SkinnyKernel::Portable;
+  if (skinny_gemm_supported(a)) kernels.push_back(SkinnyKernel::Portable);
+  if (skinny_wgmma_ready()) kernels.push_back(SkinnyKernel::Wgmma);
+  return kernels;
+}
 
 cudaStream_t current_stream() { return reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()); }
 
@@ -113,6 +130,8 @@ struct Knobs {
   int64_t pad_o = 0;
   int split_k = 0;
   int warps_k = 0;
+  SkinnyKernel kernel = SkinnyKernel::Auto;  ///< check_shape: Auto runs every available kernel
+  bool programmatic = false;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -128,6 +147,8 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   CAPTURE(knobs.pad_o);
   CAPTURE(knobs.split_k);
   CAPTURE(knobs.warps_k);
+  CAPTURE(static_cast<int>(knobs.kernel));
+  CAPTURE(knobs.programmatic);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -142,6 +163,8 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
   a.split_k = knobs.split_k;
   a.warps_k = knobs.warps_k;
+  a.kernel = knobs.kernel;
+  a.programmatic = knobs.programmatic;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();
@@ -178,16 +201,27 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   }
 }
 
-/// Every epilogue, bias on/off, pre on/off (GELU only), both types, for one shape.
+/// Every epilogue, bias on/off, pre on/off (GELU only), both types, for one shape; on the kernel
+/// the knobs name, or (Auto) on every kernel the device runs that takes the knobs (warps_k: the
+/// portable one only).
 void check_shape(int64_t m, int64_t n, int64_t k, Knobs knobs = {}) {
+  std::vector<SkinnyKernel> kernels = {knobs.kernel};
+  if (knobs.kernel == SkinnyKernel::Auto) {
+    kernels = available_kernels();
+    if (knobs.warps_k != 0) std::erase(kernels, SkinnyKernel::Wgmma);
+  }
   for (SkinnyType type : {SkinnyType::BFloat16, SkinnyType::Float16}) {
     const Operands o = make_operands(m, n, k, dtype_of(type));
-    check_call(o, type, SkinnyEpilogue::Bias, true, false, knobs);
-    check_call(o, type, SkinnyEpilogue::Bias, false, false, knobs);
-    for (SkinnyEpilogue e : {SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh}) {
-      check_call(o, type, e, true, true, knobs);
-      check_call(o, type, e, true, false, knobs);
-      check_call(o, type, e, false, true, knobs);
+    for (SkinnyKernel kernel : kernels) {
+      Knobs kn = knobs;
+      kn.kernel = kernel;
+      check_call(o, type, SkinnyEpilogue::Bias, true, false, kn);
+      check_call(o, type, SkinnyEpilogue::Bias, false, false, kn);
+      for (SkinnyEpilogue e : {SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh}) {
+        check_call(o, type, e, true, true, kn);
+        check_call(o, type, e, true, false, kn);
+        check_call(o, type, e, false, true, kn);
+      }
     }
   }
 }
@@ -264,6 +298,20 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.k = int64_t{1} << 31, a.ldx = a.k, a.ldw = a.k;
   CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Wgmma;
+  CHECK(skinny_gemm_accepts(a));
+  a.warps_k = 2;  // the portable kernel's knob
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Portable, a.warps_k = 4;
+  CHECK(skinny_gemm_accepts(a));
+  a = base, a.programmatic = true;  // the sm_90a kernel's knob
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.kernel = SkinnyKernel::Portable;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.kernel = SkinnyKernel::Wgmma;
+  CHECK(skinny_gemm_accepts(a));
+  a = base, a.kernel = static_cast<SkinnyKernel>(7);
+  CHECK_FALSE(skinny_gemm_accepts(a));
 }
 
 TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on what it cannot run") {
@@ -280,6 +328,23 @@ TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on 
     // No device that runs it: the call says so rather than launching.
     CHECK_THROWS_WITH_AS(skinny_gemm(dummy_args(), nullptr),
                          doctest::Contains("skinny_gemm: the current device cannot run the kernel"), Error);
+  }
+  SkinnyGemmArgs wg = dummy_args();
+  wg.kernel = SkinnyKernel::Wgmma;
+  if (!skinny_wgmma_ready()) {
+    // The sm_90a kernel asked for where it cannot run: declined, and the call says why.
+    CHECK_FALSE(skinny_gemm_supported(wg));
+    CHECK_THROWS_WITH_AS(skinny_gemm(wg, nullptr),
+                         doctest::Contains("skinny_gemm: the current device cannot run the sm_90a kernel"), Error);
+  } else {
+    // Where it runs, the default is the sm_90a kernel with its own (larger) batch limit.
+    CHECK(skinny_gemm_supported(wg));
+    CHECK(skinny_gemm_supported(dummy_args(skinny_gemm_max_m())));
+    wg.m = skinny_gemm_max_m() + 1;
+    CHECK_FALSE(skinny_gemm_supported(wg));
+    SkinnyGemmArgs portable = dummy_args(17);
+    portable.kernel = SkinnyKernel::Portable;
+    CHECK_FALSE(skinny_gemm_supported(portable));  // the portable kernel keeps its limit of 16
   }
 }
 
@@ -313,6 +378,86 @@ TEST_CASE("skinny_gemm: every split and warps-per-k-block override, wide leading
   check_shape(1, 8, 8);
 }
 
+TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, every split, N and K off the tiles, programmatic launch") {
+  if (!skinny_wgmma_ready()) {
+    MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM (compute capability 9.0 with this build's image)");
+    return;
+  }
+  manual_seed(1507);
+  const Knobs wg{.kernel = SkinnyKernel::Wgmma};
+  for (int64_t m : {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 200})  // BM 16, 32, 64, 128 and row tiles
+    check_shape(m, 1000, 1032, wg);
+  for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{4104, 8}, {8, 4104}, {120, 1000}, {65, 72}})
+    for (int64_t m : {3, 64}) check_shape(m, n, k, wg);
+  for (int split = 1; split <= 8; ++split)
+    check_shape(33, 1000, 1024, {.split_k = split, .kernel = SkinnyKernel::Wgmma});
+  check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3, .kernel = SkinnyKernel::Wgmma});
+  check_shape(7, 4104, 1024, {.pad_o = 5, .kernel = SkinnyKernel::Wgmma});
+  check_shape(64, 1024, 4096, {.kernel = SkinnyKernel::Wgmma, .programmatic = true});
+}
+
+TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic dependent launch, in a CUDA graph") {
+  if (!skinny_wgmma_ready()) {
+    MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM");
+    return;
+  }
+  manual_seed(1508);
+  // The MLP block: h = gelu(x w1^T + b1), y = h w2^T + b2, the second launch programmatic (it
+  // reads h, which the first writes), captured and replayed twice.
+  const int64_t m = 64, d = 1024, f = 4096;
+  const Operands up = make_operands(m, f, d, kBFloat16);
+  const TensorOptions o = TensorOptions(kBFloat16).device(kGpu);
+  const Tensor w2 = random({d, f}, kBFloat16, -2.0 / 64, 2.0 / 64), b2 = random({d}, kBFloat16, -0.5, 0.5);
+  const Tensor gw2 = w2.to(kGpu), gb2 = b2.to(kGpu);
+  Tensor h = full({m, f}, kNaN, o), y = full({m, d}, kNaN, o);
+  SkinnyGemmArgs a1;
+  a1.epilogue = SkinnyEpilogue::GeluExact;
+  a1.m = m, a1.n = f, a1.k = d;
+  a1.x = up.gx.data_ptr(), a1.ldx = d;
+  a1.w = up.gw.data_ptr(), a1.ldw = d;
+  a1.bias = up.gb.data_ptr();
+  a1.out = h.data_ptr(), a1.ldo = f;
+  a1.kernel = SkinnyKernel::Wgmma;
+  SkinnyGemmArgs a2 = a1;
+  a2.epilogue = SkinnyEpilogue::Bias;
+  a2.n = d, a2.k = f;
+  a2.x = h.data_ptr(), a2.ldx = f;
+  a2.w = gw2.data_ptr(), a2.ldw = f;
+  a2.bias = gb2.data_ptr();
+  a2.out = y.data_ptr(), a2.ldo = d;
+  a2.programmatic = true;
+  REQUIRE(skinny_gemm_accepts(a1));
+  REQUIRE(skinny_gemm_accepts(a2));
+  cuda::synchronize();
+  OwnedStream stream;
+  cudaGraph_t graph = nullptr;
+  CUDA_REQUIRE(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+  skinny_gemm(a1, stream.get());
+  skinny_gemm(a2, stream.get());
+  CUDA_REQUIRE(cudaStreamEndCapture(stream.get(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_REQUIRE(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_REQUIRE(cudaGraphLaunch(exec, stream.get()));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream.get()));
+  // The reference of the second layer from the first layer's stored (rounded) output.
+  const Tensor h_host = h.cpu();
+  const std::vector<double> want_y = reference_h(h_host, w2, b2);
+  std::vector<double> want_h = up.h;
+  for (double& v : want_h) v = gelu_reference(v, false);
+  CHECK(relative_norm_error(values(h_host), want_h) <= norm_tolerance(kBFloat16));
+  CHECK(relative_norm_error(values(y.cpu()), want_y) <= norm_tolerance(kBFloat16));
+  // Without the dependency honoured the second launch would read a poisoned h (NaN).
+  const Tensor first = y.clone();
+  h.fill_(kNaN);
+  y.fill_(kNaN);
+  cuda::synchronize();
+  CUDA_REQUIRE(cudaGraphLaunch(exec, stream.get()));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream.get()));
+  CHECK(same_bits(y, first));
+  CUDA_REQUIRE(cudaGraphExecDestroy(exec));
+  CUDA_REQUIRE(cudaGraphDestroy(graph));
+}
+
 TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(linear) bit for bit") {
   if (!kernel_available()) {
     MESSAGE("skipped: no GPU that runs the skinny GEMM");
@@ -321,7 +466,7 @@ TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(
   manual_seed(1503);
   for (DType dt : {kBFloat16, kFloat16})
     for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
+             {policy_m(), 4096, 1024}, {policy_m(), 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);
@@ -366,7 +511,7 @@ TEST_CASE("skinny_gemm: linear on the skinny path agrees with cuBLASLt; NaN and 
   manual_seed(1504);
   for (DType dt : {kBFloat16, kFloat16})
     for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {1, 1024, 1024}}) {
+             {policy_m(), 4096, 1024}, {policy_m(), 1024, 4096}, {1, 1024, 1024}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);
