@@ -58,9 +58,11 @@ struct SkinnyGemmArgs {
   int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
                                ///< (the portable kernel's; not with SkinnyKernel::Wgmma)
   SkinnyKernel kernel = SkinnyKernel::Auto;  ///< benchmark/test override: which kernel runs
-  /// Launch with programmatic dependent launch (SkinnyKernel::Wgmma only): the kernel may start
-  /// while the previous kernel on the stream finishes and waits for it before reading memory.
-  bool programmatic = false;
+  int block_n = 0;  ///< benchmark override: rows of w per CTA of the sm_90a kernel (64, 128); 0 = chosen
+  /// The sm_90a kernel launches with programmatic dependent launch (it may start while the
+  /// previous kernel on the stream finishes, and waits for it before touching memory); false
+  /// is a benchmark's comparison. The portable kernel launches without it either way.
+  bool programmatic = true;
 };
 
 /// The largest m that skinny_gemm_supported() takes on the current device (measured on an H200:
@@ -71,7 +73,8 @@ int64_t skinny_gemm_max_m();
 /// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
 /// k below 2^31 - 128), k a multiple of 8, x and w 16-byte aligned with ldx, ldw multiples of 8 and
 /// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides (warps_k
-/// and programmatic each with one kernel only), non-null pointers. Touches no device.
+/// not with SkinnyKernel::Wgmma, block_n not with SkinnyKernel::Portable), non-null pointers.
+/// Touches no device.
 bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
 
 /// accepts(), and the current device runs it (compute capability 8.0 or newer, an image of the

@@ -2,17 +2,27 @@
 // the per-device facts, the tile and split choice, the TMA tensor maps, and the launch.
 //
 // Built for sm_90a alone, in the kiln_sm90 object library with the linear+GELU kernel (wgmma
-// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): 64 rows of
-// w per CTA, BM the smallest of 16, 32, 64, 128 rows of x that holds m (128 beyond, several row
-// tiles), the split along K (the cluster size) the number of CTAs each tile can have with the
+// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): BN rows of
+// w per CTA (128 where the wider tiles, split up to 8 ways, still give every SM a CTA: each row
+// of x read from L2 then serves twice the rows of w; else 64), BM the smallest of 16, 32, 64,
+// 128 rows of x that holds m (128 beyond, several row tiles), the split along K (the cluster size) the number of CTAs each tile can have with the
 // tiles filling the SMs once, at most 8 and at most the k blocks, lowered until every cluster is
 // resident at once (cudaOccupancyMaxActiveClusters, read once per device). It depends only on
 // m, n, k and the device, never on the epilogue, so a fused call and a linear on the same
 // operands compute the same sums.
 //
+// Programmatic dependent launch is on by default: the kernel reads and writes no global memory
+// before griddepcontrol.wait, which returns once the previous kernel in the stream has completed
+// and its writes are visible, so the attribute changes when the CTAs start (the launch and the
+// set-up overlap the previous kernel's tail), never what they read; in a CUDA graph capture it
+// becomes a programmatic edge (tested). The caveat: had the kernel read anything before the wait
+// (say the weights, to start streaming them early), a previous kernel writing them (an optimizer
+// step, a copy into the weight) would race with it; it does not.
+//
 // The partial tile's layout (skinny_wgmma_kernel.cuh) is conflict-free: a warp's 32 stores of
-// one accumulator register go to m = 8 j + 2 (lane % 4) (+1), n = 16 warp + lane / 4 (+8), i.e.
-// word m * 68 + n, whose bank (8 (lane % 4) + lane / 4 + constant) mod 32 differs per lane.
+// one accumulator register go to m = 8 j + 2 (lane % 4) (+1), n = 64 t + 16 warp + lane / 4 (+8),
+// i.e. word m * (BN + 4) + n, whose bank (8 (lane % 4) + lane / 4 + constant) mod 32 differs
+// per lane (2 (BN + 4) is 8 mod 32 for BN = 64 and 128).
 #include "skinny_wgmma.h"
 
 #include <cuda.h>
@@ -33,40 +43,43 @@ namespace skinny {
 namespace {
 
 constexpr int kMaxDevices = 64;
-constexpr int kBlockN = 64;
 constexpr int kBlockK = 64;
+constexpr int kThreads = 128;
+static_assert(WgTile<64, 16>::kThreads == kThreads && WgTile<128, 128>::kThreads == kThreads, "one warpgroup");
 
 using WgKernelFn = void (*)(CUtensorMap, CUtensorMap, Params);
 
-/// The kernel of (type, BM, epilogue).
-template <typename T, int BM>
+/// The kernel of (type, BN, BM, epilogue).
+template <typename T, int BN, int BM>
 WgKernelFn wg_kernel_of(SkinnyEpilogue e) {
   switch (e) {
-    case SkinnyEpilogue::GeluExact: return skinny_wgmma_kernel<T, BM, Epi::GeluExact>;
-    case SkinnyEpilogue::GeluTanh: return skinny_wgmma_kernel<T, BM, Epi::GeluTanh>;
+    case SkinnyEpilogue::GeluExact: return skinny_wgmma_kernel<T, BN, BM, Epi::GeluExact>;
+    case SkinnyEpilogue::GeluTanh: return skinny_wgmma_kernel<T, BN, BM, Epi::GeluTanh>;
     case SkinnyEpilogue::Bias: break;
   }
-  return skinny_wgmma_kernel<T, BM, Epi::Bias>;
+  return skinny_wgmma_kernel<T, BN, BM, Epi::Bias>;
 }
 
-/// A kernel and its shared memory.
+/// A kernel and its tile and shared memory.
 struct WgLaunch {
   WgKernelFn kernel = nullptr;
-  int bm = 0, smem = 0;
+  int bn = 0, bm = 0, smem = 0;
 };
 
-template <typename T>
+template <typename T, int BN>
 WgLaunch wg_pick_typed(SkinnyEpilogue e, int bm) {
   switch (bm) {
-    case 16: return {wg_kernel_of<T, 16>(e), 16, WgTile<16>::kSmemBytes};
-    case 32: return {wg_kernel_of<T, 32>(e), 32, WgTile<32>::kSmemBytes};
-    case 64: return {wg_kernel_of<T, 64>(e), 64, WgTile<64>::kSmemBytes};
-    default: return {wg_kernel_of<T, 128>(e), 128, WgTile<128>::kSmemBytes};
+    case 16: return {wg_kernel_of<T, BN, 16>(e), BN, 16, WgTile<BN, 16>::kSmemBytes};
+    case 32: return {wg_kernel_of<T, BN, 32>(e), BN, 32, WgTile<BN, 32>::kSmemBytes};
+    case 64: return {wg_kernel_of<T, BN, 64>(e), BN, 64, WgTile<BN, 64>::kSmemBytes};
+    default: return {wg_kernel_of<T, BN, 128>(e), BN, 128, WgTile<BN, 128>::kSmemBytes};
   }
 }
 
-WgLaunch wg_pick(SkinnyType type, SkinnyEpilogue e, int bm) {
-  return type == SkinnyType::BFloat16 ? wg_pick_typed<__nv_bfloat16>(e, bm) : wg_pick_typed<__half>(e, bm);
+WgLaunch wg_pick(SkinnyType type, SkinnyEpilogue e, int bn, int bm) {
+  if (type == SkinnyType::BFloat16)
+    return bn == 128 ? wg_pick_typed<__nv_bfloat16, 128>(e, bm) : wg_pick_typed<__nv_bfloat16, 64>(e, bm);
+  return bn == 128 ? wg_pick_typed<__half, 128>(e, bm) : wg_pick_typed<__half, 64>(e, bm);
 }
 
 /// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
@@ -77,15 +90,15 @@ int wg_bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3;
 struct WgFacts {
   bool ready = false;
   int sms = 0;
-  /// Clusters of each size (index split - 1) resident at once, per BM index.
-  std::array<std::array<int, kMaxSplit>, 4> max_clusters{};
+  /// Clusters of each size (index split - 1) resident at once, per BN index (64, 128) and BM index.
+  std::array<std::array<std::array<int, kMaxSplit>, 4>, 2> max_clusters{};
 };
 
 /// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
 int wg_resident_clusters(const WgLaunch& l, int split) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(split));
-  config.blockDim = dim3(WgTile<16>::kThreads);
+  config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = static_cast<size_t>(l.smem);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
@@ -118,7 +131,7 @@ const WgFacts& wg_facts(int device) {
     }
     // An image with the sm_90a body has the mbarriers in static shared memory; an empty body none.
     cudaFuncAttributes attributes{};
-    if (cudaFuncGetAttributes(&attributes, wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64).kernel) !=
+    if (cudaFuncGetAttributes(&attributes, wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 64).kernel) !=
             cudaSuccess ||
         attributes.sharedSizeBytes == 0) {
       (void)cudaGetLastError();
@@ -126,20 +139,22 @@ const WgFacts& wg_facts(int device) {
     }
     for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
       for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
-        for (int bm : {16, 32, 64, 128}) {
-          const WgLaunch l = wg_pick(t, e, bm);
-          if (l.smem > max_smem ||
-              cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return;
+        for (int bn : {64, 128})
+          for (int bm : {16, 32, 64, 128}) {
+            const WgLaunch l = wg_pick(t, e, bn, bm);
+            if (l.smem > max_smem ||
+                cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+              (void)cudaGetLastError();
+              return;
+            }
           }
-        }
-    for (int bm : {16, 32, 64, 128}) {
-      const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm);
-      for (int split = 1; split <= kMaxSplit; ++split)
-        f.max_clusters[static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
-            wg_resident_clusters(l, split);
-    }
+    for (int bn : {64, 128})
+      for (int bm : {16, 32, 64, 128}) {
+        const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
+        for (int split = 1; split <= kMaxSplit; ++split)
+          f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
+              wg_resident_clusters(l, split);
+      }
     f.sms = sms;
     f.ready = true;
   });
@@ -189,15 +204,21 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
              "skinny_gemm: the current device cannot run the sm_90a kernel (it needs compute capability 9.0, this "
              "build's sm_90a image and a driver with cuTensorMapEncodeTiled)");
   const int bm = wg_block_m(a.m);
-  const WgLaunch l = wg_pick(a.type, a.epilogue, bm);
-  const int64_t tiles_n = (a.n + kBlockN - 1) / kBlockN;
-  const int64_t tiles_m = (a.m + bm - 1) / bm;
   const int32_t k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
+  const int64_t tiles_m = (a.m + bm - 1) / bm;
+  int bn = a.block_n;
+  if (bn == 0) {
+    // 128 rows of w per CTA where those tiles, split up to 8 ways, still give every SM a CTA.
+    const int64_t wide_ctas = (a.n + 127) / 128 * tiles_m * std::min<int64_t>(k_blocks, kMaxSplit);
+    bn = wide_ctas >= f->sms ? 128 : 64;
+  }
+  const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
+  const int64_t tiles_n = (a.n + bn - 1) / bn;
   int split = a.split_k;
   if (split == 0) {
     const int64_t tiles = tiles_n * tiles_m;
     split = static_cast<int>(std::clamp<int64_t>(f->sms / tiles, 1, kMaxSplit));
-    const auto& fit = f->max_clusters[static_cast<size_t>(wg_bm_index(bm))];
+    const auto& fit = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))];
     while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
   }
   split = std::min(split, k_blocks);
@@ -218,17 +239,17 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.split = split;
   p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
-  const CUtensorMap map_w = wg_make_map(a.type, a.w, a.k, a.n, a.ldw, kBlockN);
+  const CUtensorMap map_w = wg_make_map(a.type, a.w, a.k, a.n, a.ldw, bn);
   const CUtensorMap map_x = wg_make_map(a.type, a.x, a.k, a.m, a.ldx, bm);
 
   const int64_t grid_x = tiles_n * split;
-  // accepts() bounds n and m so that both fit: n / 64 tiles times at most 8, m / 64 row tiles.
+  // accepts() bounds n and m so that both fit: n / BN tiles times at most 8, m / BM row tiles.
   KILN_INTERNAL_ASSERT(grid_x <= int64_t{0x7fffffff} && tiles_m <= 65535,
                        "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x, tiles_m,
                        a.n, a.m);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(tiles_m));
-  config.blockDim = dim3(WgTile<16>::kThreads);
+  config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = static_cast<size_t>(l.smem);
   config.stream = stream;
   std::array<cudaLaunchAttribute, 2> attributes{};

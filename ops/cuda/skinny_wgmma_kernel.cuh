@@ -1,29 +1,31 @@
 // The sm_90a variant of the skinny GEMM (host side: skinny_wgmma.cu; the portable mma.sync
 // kernel: skinny_gemm_kernel.cuh). out[M, N] = epilogue(x w^T + bias) is computed as its
 // transpose, out^T = w x^T, so that the operand with many rows (w, a Linear's weight) is
-// wgmma's 64-row A operand and the batch is wgmma's N (16, 32, 64 or 128: BM, the smallest
+// wgmma's A operand (64-row atoms) and the batch is wgmma's N (16, 32, 64 or 128: BM, the smallest
 // that holds M). Both operands arrive K-major exactly as stored (w[N, K] and x[M, K] row-major),
 // so TMA copies them into shared memory unchanged, 128B-swizzled, and wgmma reads them there.
 //
-// One CTA = one warpgroup (128 threads) takes 64 rows of w (from n0) by BM rows of x (from m0)
-// over its cluster rank's share of the k blocks (64 wide: one 128-byte row). Its thread 0
+// One CTA = one warpgroup (128 threads) takes BN rows of w (from n0; 64 or 128, one or two
+// wgmma atoms: 128 reads each row of x for twice as many rows of w, halving x's traffic from L2)
+// by BM rows of x (from m0) over its cluster rank's share of the k blocks (64 wide: one 128-byte row). Its thread 0
 // issues the TMA loads of a whole stage (the w box and the x box; rows past N or M and columns
 // past K arrive as zeros) into a kStages-deep ring, each stage completing on its own mbarrier;
 // at the start it fills the whole ring, so a rank's share of up to kStages k blocks is in
-// flight at once. Every thread waits on a stage's mbarrier, the warpgroup issues its 4 wgmma
-// (k16 steps), keeps one group in flight, and once the previous stage's group has completed
+// flight at once. Every thread waits on a stage's mbarrier, the warpgroup issues its wgmma
+// (4 k16 steps per atom), keeps one group in flight, and once the previous stage's group has completed
 // thread 0 refills that stage with the block kStages ahead (the stage's only reader is this
 // warpgroup's wgmma, so its completion is the "empty" signal; no second barrier).
 //
-// The accumulators (D = w x^T: row = n, column = m) go to a [BM][64 + 4] fp32 tile in shared
+// The accumulators (D = w x^T: row = n, column = m) go to a [BM][BN + 4] fp32 tile in shared
 // memory (m-major, so out's rows come out contiguous; conflict-free: see skinny_wgmma.cu), and
 // the split-K epilogue shared with the portable kernel (skinny_gemm_epilogue.cuh) reduces the
 // cluster's tiles through distributed shared memory in rank order and stores.
 //
 // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before its first
-// global read and lets its dependent start (launch_dependents) right after that, so when the
-// host launches the next kernel with the programmatic attribute, that kernel's launch and
-// set-up overlap this one's tail; without the attribute both are no-ops.
+// global read or write and lets its dependent start (launch_dependents) right after that, so
+// when the host launches the next kernel with the programmatic attribute (skinny_wgmma.cu does
+// by default), that kernel's launch and set-up overlap this one's tail; without the attribute
+// both are no-ops.
 #pragma once
 
 #include <cuda.h>
@@ -39,11 +41,13 @@
 
 namespace kiln::cuda_kernels::skinny {
 
-/// Compile-time sizes of the wgmma kernel for BM rows of x per CTA.
-template <int BM>
+/// Compile-time sizes of the wgmma kernel for BN rows of w and BM rows of x per CTA.
+template <int BN, int BM>
 struct WgTile {
+  static_assert(BN == 64 || BN == 128, "WgTile: BN is 64 or 128");
   static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "WgTile: BM is 16, 32, 64 or 128");
-  static constexpr int kBlockN = 64;   ///< rows of w per CTA: wgmma's M
+  static constexpr int kBlockN = BN;   ///< rows of w per CTA
+  static constexpr int kAtoms = BN / 64;  ///< wgmma's 64-row A atoms per k step
   static constexpr int kBlockK = 64;   ///< k per stage: one 128-byte swizzle row of 16-bit elements
   static constexpr int kThreads = 128; ///< one warpgroup
   static constexpr int kWBytes = kBlockN * 128;
@@ -56,18 +60,18 @@ struct WgTile {
   static constexpr int kStages =
       (200 * 1024 - kRedBytes) / kStageBytes < 8 ? (200 * 1024 - kRedBytes) / kStageBytes : 8;
   static constexpr int kSmemBytes = kStages * kStageBytes + kRedBytes + 1024;  // + alignment slack
-  static constexpr int kAccumulators = BM / 2;  ///< fp32 per thread: 64 x BM over 128 threads
+  static constexpr int kAccumulators = BM / 2;  ///< fp32 per thread and atom: 64 x BM over 128 threads
   static_assert(kStageBytes % 1024 == 0 && kStages >= 2, "WgTile: stage layout");
 };
 
-/// The kernel: grid (64-row tiles of w x split, BM-row tiles of x), clusters of `split` CTAs
-/// along x (the host's cluster attribute), WgTile<BM>::kThreads threads.
-template <typename T, int BM, Epi E>
-__global__ void __launch_bounds__(WgTile<BM>::kThreads, 1)
+/// The kernel: grid (BN-row tiles of w x split, BM-row tiles of x), clusters of `split` CTAs
+/// along x (the host's cluster attribute), WgTile<BN, BM>::kThreads threads.
+template <typename T, int BN, int BM, Epi E>
+__global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
     skinny_wgmma_kernel(const __grid_constant__ CUtensorMap map_w, const __grid_constant__ CUtensorMap map_x,
                         const Params p) {
 #if defined(KILN_SM90A_DEVICE)
-  using Cfg = WgTile<BM>;
+  using Cfg = WgTile<BN, BM>;
   constexpr int kStages = Cfg::kStages;
   // Static shared memory: the stages' mbarriers (a build without this body has none: the host
   // tells an image with the body from one without by it).
@@ -111,9 +115,11 @@ __global__ void __launch_bounds__(WgTile<BM>::kThreads, 1)
   if (tid == 0)
     for (int i = 0; i < kStages && i < nkb; ++i) issue(i);
 
-  float acc[Cfg::kAccumulators];
+  float acc[Cfg::kAtoms][Cfg::kAccumulators];
 #pragma unroll
-  for (int j = 0; j < Cfg::kAccumulators; ++j) acc[j] = 0.0f;
+  for (int t = 0; t < Cfg::kAtoms; ++t)
+#pragma unroll
+    for (int j = 0; j < Cfg::kAccumulators; ++j) acc[t][j] = 0.0f;
   for (int i = 0; i < nkb; ++i) {
     const int s = i % kStages;
     sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / kStages) & 1u);
@@ -124,8 +130,13 @@ __global__ void __launch_bounds__(WgTile<BM>::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
       const uint32_t scale_d = (i > 0 || kk > 0) ? 1u : 0u;
-      if constexpr (BM == 128) sm90::wgmma_m64<128, T>(acc, desc_a + 2 * kk, desc_b + 2 * kk, scale_d);
-      else sm90::wgmma_m64_narrow<BM, T>(acc, desc_a + 2 * kk, desc_b + 2 * kk, scale_d);
+#pragma unroll
+      for (int t = 0; t < Cfg::kAtoms; ++t) {
+        // Atom t: rows 64 t.. of the w tile, 64 x 128 bytes further (the descriptor counts 16 bytes).
+        const uint64_t da = desc_a + t * (64 * 128 / 16) + 2 * kk;
+        if constexpr (BM == 128) sm90::wgmma_m64<128, T>(acc[t], da, desc_b + 2 * kk, scale_d);
+        else sm90::wgmma_m64_narrow<BM, T>(acc[t], da, desc_b + 2 * kk, scale_d);
+      }
     }
     sm90::wgmma_commit_group();
     if (i > 0) {
@@ -136,21 +147,26 @@ __global__ void __launch_bounds__(WgTile<BM>::kThreads, 1)
   }
   sm90::wgmma_wait_group<0>();
 #pragma unroll
-  for (int j = 0; j < Cfg::kAccumulators; ++j) sm90::fence_operand(acc[j]);
+  for (int t = 0; t < Cfg::kAtoms; ++t)
+#pragma unroll
+    for (int j = 0; j < Cfg::kAccumulators; ++j) sm90::fence_operand(acc[t][j]);
 
-  // The partial tile, [m][n]: thread t holds D rows (n) 16 (t / 32) + (t % 32) / 4 and + 8,
-  // columns (m) 8 j + 2 (t % 4) and + 1, as d[4j], d[4j + 1] (row n) and d[4j + 2], d[4j + 3]
-  // (row n + 8).
+  // The partial tile, [m][n]: in atom t, thread i holds D rows (n) 64 t + 16 (i / 32) +
+  // (i % 32) / 4 and + 8, columns (m) 8 j + 2 (i % 4) and + 1, as d[4j], d[4j + 1] (row n) and
+  // d[4j + 2], d[4j + 3] (row n + 8).
   {
     const int warp = tid / 32, lane = tid % 32;
-    const int n = warp * 16 + lane / 4;
 #pragma unroll
-    for (int j = 0; j < BM / 8; ++j) {
-      const int m = j * 8 + 2 * (lane % 4);
-      red[m * Cfg::kRedLd + n] = acc[4 * j];
-      red[(m + 1) * Cfg::kRedLd + n] = acc[4 * j + 1];
-      red[m * Cfg::kRedLd + n + 8] = acc[4 * j + 2];
-      red[(m + 1) * Cfg::kRedLd + n + 8] = acc[4 * j + 3];
+    for (int t = 0; t < Cfg::kAtoms; ++t) {
+      const int n = t * 64 + warp * 16 + lane / 4;
+#pragma unroll
+      for (int j = 0; j < BM / 8; ++j) {
+        const int m = j * 8 + 2 * (lane % 4);
+        red[m * Cfg::kRedLd + n] = acc[t][4 * j];
+        red[(m + 1) * Cfg::kRedLd + n] = acc[t][4 * j + 1];
+        red[m * Cfg::kRedLd + n + 8] = acc[t][4 * j + 2];
+        red[(m + 1) * Cfg::kRedLd + n + 8] = acc[t][4 * j + 3];
+      }
     }
   }
   if (split > 1) sm90::cluster_sync();  // release our partial, acquire the others'

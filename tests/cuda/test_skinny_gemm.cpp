@@ -5,11 +5,11 @@
 // stay poisoned) against float64 references on random data, for bf16 and f16, every epilogue,
 // with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and up to 200, past
 // the size policy, through the direct call) and N, K from {8, 65, 120, 1000, 1024, 4096, 4104},
-// every split, warps-per-k-block override and programmatic launch; the ops that route to it
-// (linear, fused_linear_gelu) bit for bit against the direct call and against each other
-// (fused == gelu(linear)); linear on the skinny path against cuBLASLt; NaN and Inf where
-// cuBLASLt + the gelu op put them; the fallbacks (K not a multiple of 8, unaligned rows,
-// float32, M above the policy, a transposed weight); a replay from a CUDA graph, and two
+// every split, tile width and warps-per-k-block override, with and without programmatic launch;
+// the ops that route to it (linear, fused_linear_gelu) bit for bit against the direct call and
+// against each other (fused == gelu(linear)); linear on the skinny path against cuBLASLt; NaN
+// and Inf where cuBLASLt + the gelu op put them; the fallbacks (K not a multiple of 8, unaligned
+// rows, float32, M above the policy, a transposed weight); a replay from a CUDA graph, and two
 // launches chained by programmatic dependent launch in one. Elsewhere the numeric cases say
 // they skip.
 #ifdef KILN_WITH_CUDA
@@ -131,7 +131,8 @@ struct Knobs {
   int split_k = 0;
   int warps_k = 0;
   SkinnyKernel kernel = SkinnyKernel::Auto;  ///< check_shape: Auto runs every available kernel
-  bool programmatic = false;
+  int block_n = 0;
+  bool programmatic = true;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -148,6 +149,7 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   CAPTURE(knobs.split_k);
   CAPTURE(knobs.warps_k);
   CAPTURE(static_cast<int>(knobs.kernel));
+  CAPTURE(knobs.block_n);
   CAPTURE(knobs.programmatic);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
@@ -164,6 +166,7 @@ void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_
   a.split_k = knobs.split_k;
   a.warps_k = knobs.warps_k;
   a.kernel = knobs.kernel;
+  a.block_n = knobs.block_n;
   a.programmatic = knobs.programmatic;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
@@ -304,11 +307,17 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.kernel = SkinnyKernel::Portable, a.warps_k = 4;
   CHECK(skinny_gemm_accepts(a));
-  a = base, a.programmatic = true;  // the sm_90a kernel's knob
-  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.block_n = 128;  // the sm_90a kernel's knob
+  CHECK(skinny_gemm_accepts(a));
+  a.kernel = SkinnyKernel::Wgmma;
+  CHECK(skinny_gemm_accepts(a));
   a.kernel = SkinnyKernel::Portable;
   CHECK_FALSE(skinny_gemm_accepts(a));
-  a.kernel = SkinnyKernel::Wgmma;
+  a = base, a.kernel = SkinnyKernel::Wgmma, a.block_n = 96;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.block_n = 256;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Portable, a.programmatic = false;
   CHECK(skinny_gemm_accepts(a));
   a = base, a.kernel = static_cast<SkinnyKernel>(7);
   CHECK_FALSE(skinny_gemm_accepts(a));
@@ -378,22 +387,26 @@ TEST_CASE("skinny_gemm: every split and warps-per-k-block override, wide leading
   check_shape(1, 8, 8);
 }
 
-TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, every split, N and K off the tiles, programmatic launch") {
+TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, both tile widths, every split, N and K off the tiles") {
   if (!skinny_wgmma_ready()) {
     MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM (compute capability 9.0 with this build's image)");
     return;
   }
   manual_seed(1507);
-  const Knobs wg{.kernel = SkinnyKernel::Wgmma};
-  for (int64_t m : {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 200})  // BM 16, 32, 64, 128 and row tiles
-    check_shape(m, 1000, 1032, wg);
-  for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{4104, 8}, {8, 4104}, {120, 1000}, {65, 72}})
-    for (int64_t m : {3, 64}) check_shape(m, n, k, wg);
-  for (int split = 1; split <= 8; ++split)
-    check_shape(33, 1000, 1024, {.split_k = split, .kernel = SkinnyKernel::Wgmma});
-  check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3, .kernel = SkinnyKernel::Wgmma});
-  check_shape(7, 4104, 1024, {.pad_o = 5, .kernel = SkinnyKernel::Wgmma});
-  check_shape(64, 1024, 4096, {.kernel = SkinnyKernel::Wgmma, .programmatic = true});
+  constexpr SkinnyKernel kWg = SkinnyKernel::Wgmma;
+  for (int bn : {64, 128}) {
+    CAPTURE(bn);
+    for (int64_t m : {1, 7, 16, 17, 33, 64, 65, 100, 128, 129, 200})  // BM 16, 32, 64, 128 and row tiles
+      check_shape(m, 1000, 1032, {.kernel = kWg, .block_n = bn});
+    for (const auto& [n, k] : std::vector<std::array<int64_t, 2>>{{4104, 8}, {8, 4104}, {120, 1000}, {65, 72}})
+      for (int64_t m : {3, 64}) check_shape(m, n, k, {.kernel = kWg, .block_n = bn});
+    for (int split = 1; split <= 8; ++split)
+      check_shape(33, 1000, 1024, {.split_k = split, .kernel = kWg, .block_n = bn});
+    check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3, .kernel = kWg, .block_n = bn});
+    check_shape(7, 4104, 1024, {.pad_o = 5, .kernel = kWg, .block_n = bn});
+  }
+  check_shape(64, 1024, 4096, {.kernel = kWg});  // the default choices
+  check_shape(64, 4096, 1024, {.kernel = kWg, .programmatic = false});
 }
 
 TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic dependent launch, in a CUDA graph") {
@@ -403,7 +416,7 @@ TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic depe
   }
   manual_seed(1508);
   // The MLP block: h = gelu(x w1^T + b1), y = h w2^T + b2, the second launch programmatic (it
-  // reads h, which the first writes), captured and replayed twice.
+  // reads h, which the first writes) as by default, captured and replayed twice.
   const int64_t m = 64, d = 1024, f = 4096;
   const Operands up = make_operands(m, f, d, kBFloat16);
   const TensorOptions o = TensorOptions(kBFloat16).device(kGpu);
@@ -425,7 +438,7 @@ TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic depe
   a2.w = gw2.data_ptr(), a2.ldw = f;
   a2.bias = gb2.data_ptr();
   a2.out = y.data_ptr(), a2.ldo = d;
-  a2.programmatic = true;
+  REQUIRE(a2.programmatic);  // the default: both launches programmatic
   REQUIRE(skinny_gemm_accepts(a1));
   REQUIRE(skinny_gemm_accepts(a2));
   cuda::synchronize();
