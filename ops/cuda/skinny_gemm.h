@@ -58,7 +58,7 @@ struct SkinnyGemmArgs {
   int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
                                ///< (the portable kernel's; not with SkinnyKernel::Wgmma)
   SkinnyKernel kernel = SkinnyKernel::Auto;  ///< benchmark/test override: which kernel runs
-  int block_n = 0;  ///< benchmark override: rows of w per CTA of the sm_90a kernel (64, 128); 0 = chosen
+  int block_n = 0;  ///< benchmark override: rows of w per CTA of the sm_90a kernel (64, 128); 0 = 64
   /// The sm_90a kernel launches with programmatic dependent launch (it may start while the
   /// previous kernel on the stream finishes, and waits for it before touching memory); false
   /// is a benchmark's comparison. The portable kernel launches without it either way.
@@ -66,7 +66,7 @@ struct SkinnyGemmArgs {
 };
 
 /// The largest m that skinny_gemm_supported() takes on the current device (measured on an H200:
-/// docs/notes/skinny_gemm.md): 16 for the portable kernel, more where the sm_90a kernel runs;
+/// docs/notes/skinny_gemm.md): 16 for the portable kernel, 64 where the sm_90a kernel runs;
 /// above it a plain linear through cuBLASLt is faster.
 int64_t skinny_gemm_max_m();
 

@@ -2,14 +2,15 @@
 // the per-device facts, the tile and split choice, the TMA tensor maps, and the launch.
 //
 // Built for sm_90a alone, in the kiln_sm90 object library with the linear+GELU kernel (wgmma
-// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): BN rows of
-// w per CTA (128 where the wider tiles, split up to 8 ways, still give every SM a CTA: each row
-// of x read from L2 then serves twice the rows of w; else 64), BM the smallest of 16, 32, 64,
-// 128 rows of x that holds m (128 beyond, several row tiles), the split along K (the cluster size) the number of CTAs each tile can have with the
-// tiles filling the SMs once, at most 8 and at most the k blocks, lowered until every cluster is
-// resident at once (cudaOccupancyMaxActiveClusters, read once per device). It depends only on
-// m, n, k and the device, never on the epilogue, so a fused call and a linear on the same
-// operands compute the same sums.
+// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): 64 rows of w
+// per CTA (128, which reads x from L2 half as often, measured slower on an H200 at every shape
+// tried: docs/notes/skinny_gemm.md, v4; the benchmark can still ask for it), BM the smallest of
+// 16, 32, 64, 128 rows of x that holds m (128 beyond, several row tiles), the split along K (the
+// cluster size) the number of CTAs each tile can have with the tiles filling the SMs once, at
+// most 8 and at most the k blocks, lowered until every cluster is resident at once
+// (cudaOccupancyMaxActiveClusters, read once per device). It depends only on m, n, k and the
+// device, never on the epilogue, so a fused call and a linear on the same operands compute the
+// same sums.
 //
 // Programmatic dependent launch is on by default: the kernel reads and writes no global memory
 // before griddepcontrol.wait, which returns once the previous kernel in the stream has completed
@@ -206,12 +207,7 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   const int bm = wg_block_m(a.m);
   const int32_t k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
   const int64_t tiles_m = (a.m + bm - 1) / bm;
-  int bn = a.block_n;
-  if (bn == 0) {
-    // 128 rows of w per CTA where those tiles, split up to 8 ways, still give every SM a CTA.
-    const int64_t wide_ctas = (a.n + 127) / 128 * tiles_m * std::min<int64_t>(k_blocks, kMaxSplit);
-    bn = wide_ctas >= f->sms ? 128 : 64;
-  }
+  const int bn = a.block_n != 0 ? a.block_n : 64;
   const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
   const int64_t tiles_n = (a.n + bn - 1) / bn;
   int split = a.split_k;

@@ -5,10 +5,10 @@
 // that holds M). Both operands arrive K-major exactly as stored (w[N, K] and x[M, K] row-major),
 // so TMA copies them into shared memory unchanged, 128B-swizzled, and wgmma reads them there.
 //
-// One CTA = one warpgroup (128 threads) takes BN rows of w (from n0; 64 or 128, one or two
-// wgmma atoms: 128 reads each row of x for twice as many rows of w, halving x's traffic from L2)
-// by BM rows of x (from m0) over its cluster rank's share of the k blocks (64 wide: one 128-byte row). Its thread 0
-// issues the TMA loads of a whole stage (the w box and the x box; rows past N or M and columns
+// One CTA = one warpgroup (128 threads) takes BN rows of w (from n0; 64, or 128 for the
+// benchmark: two wgmma atoms, each row of x read from L2 serving twice the rows of w, measured
+// slower) by BM rows of x (from m0) over its cluster rank's share of the k blocks (64 wide: one
+// 128-byte row). Its thread 0 issues the TMA loads of a whole stage (the w box and the x box; rows past N or M and columns
 // past K arrive as zeros) into a kStages-deep ring, each stage completing on its own mbarrier;
 // at the start it fills the whole ring, so a rank's share of up to kStages k blocks is in
 // flight at once. Every thread waits on a stage's mbarrier, the warpgroup issues its wgmma
