@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU-machine pass for the skinny GEMM (ops/cuda/skinny_gemm.h, both kernels): get the
+# One GPU-machine pass for the skinny GEMM (ops/cuda/skinny_gemm.h, both kernels): build the
 # targets it needs (test_cuda, skinny_gemm, fused_mlp), run the benchmark (bench/skinny_gemm.cpp)
 # and the MLP block example, the CUDA tests of the skinny GEMM and of the ops routed to it, and
 # compute-sanitizer memcheck on the skinny tests. Steps run in order of importance, each capped
@@ -7,8 +7,7 @@
 # the benchmark. Logs go to $OUT (or ./skinny_out); the last lines printed are the summary.
 #
 #   scripts/skinny_gemm_gpu.sh [build-dir]
-# SKINNY_PREBUILT=file.tar.xz: the three executables built elsewhere for sm_90a (paths relative
-# to the build dir); used when they run here (a quick test case passes), else the script builds.
+# (Executables built on the development machine do not run there: its image has no libdnnl.)
 set -uo pipefail
 B=${1:-b}
 OUT=${OUT:-skinny_out}
@@ -19,19 +18,11 @@ left() { echo $((BUDGET - ($(date +%s) - START))); }
 # cap N: N seconds, or what is left of the budget if less (at least 5)
 cap() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$OUT/gpu.txt" 2>&1
-prebuilt=0
-if [ -n "${SKINNY_PREBUILT:-}" ] && [ -f "$SKINNY_PREBUILT" ]; then
-  mkdir -p "$B" && tar -xJf "$SKINNY_PREBUILT" -C "$B" &&
-    timeout 30 "$B/tests/test_cuda" -tc='skinny_gemm_accepts*' > "$OUT/prebuilt_check.log" 2>&1 && prebuilt=1
-  echo "prebuilt binaries usable: $prebuilt"
-fi
-if [ "$prebuilt" = 0 ]; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON \
-    > "$OUT/build.log" 2>&1 &&
-    cmake --build "$B" -j16 --target test_cuda skinny_gemm fused_mlp >> "$OUT/build.log" 2>&1 ||
-    { tail -40 "$OUT/build.log"; exit 1; }
-fi
-echo "== ready at +$(( $(date +%s) - START )) s"
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON \
+  > "$OUT/build.log" 2>&1 &&
+  cmake --build "$B" -j16 --target test_cuda skinny_gemm fused_mlp >> "$OUT/build.log" 2>&1 ||
+  { tail -40 "$OUT/build.log"; exit 1; }
+echo "== built at +$(( $(date +%s) - START )) s"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv,noheader -lms 500 > "$OUT/clocks.txt" 2>&1 &
 smi=$!
 timeout "$(cap 100)" "$B/bench/skinny_gemm" > "$OUT/bench.txt" 2>&1; echo "bench rc $?"

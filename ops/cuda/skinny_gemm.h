@@ -59,6 +59,7 @@ struct SkinnyGemmArgs {
                                ///< (the portable kernel's; not with SkinnyKernel::Wgmma)
   SkinnyKernel kernel = SkinnyKernel::Auto;  ///< benchmark/test override: which kernel runs
   int block_n = 0;  ///< benchmark override: rows of w per CTA of the sm_90a kernel (64, 128); 0 = 64
+                    ///< (not with SkinnyKernel::Portable; unused where Auto picks the portable one)
   /// The sm_90a kernel launches with programmatic dependent launch (it may start while the
   /// previous kernel on the stream finishes, and waits for it before touching memory); false
   /// is a benchmark's comparison. The portable kernel launches without it either way.
