@@ -1,20 +1,22 @@
 // The sm_90a variant of the skinny GEMM (host side: skinny_wgmma.cu; the portable mma.sync
 // kernel: skinny_gemm_kernel.cuh). out[M, N] = epilogue(x w^T + bias) is computed as its
 // transpose, out^T = w x^T, so that the operand with many rows (w, a Linear's weight) is
-// wgmma's A operand (64-row atoms) and the batch is wgmma's N (16, 32, 64 or 128: BM, the smallest
-// that holds M). Both operands arrive K-major exactly as stored (w[N, K] and x[M, K] row-major),
-// so TMA copies them into shared memory unchanged, 128B-swizzled, and wgmma reads them there.
+// wgmma's A operand (64-row atoms) and the batch is wgmma's N (16, 32, 64 or 128: BM, the
+// smallest that holds M). Both operands arrive K-major exactly as stored (w[N, K] and x[M, K]
+// row-major), so TMA copies them into shared memory unchanged, 128B-swizzled, and wgmma reads
+// them there.
 //
 // One CTA = one warpgroup (128 threads) takes BN rows of w (from n0; 64, or 128 for the
 // benchmark: two wgmma atoms, each row of x read from L2 serving twice the rows of w, measured
 // slower) by BM rows of x (from m0) over its cluster rank's share of the k blocks (64 wide: one
-// 128-byte row). Its thread 0 issues the TMA loads of a whole stage (the w box and the x box; rows past N or M and columns
-// past K arrive as zeros) into a kStages-deep ring, each stage completing on its own mbarrier;
-// at the start it fills the whole ring, so a rank's share of up to kStages k blocks is in
-// flight at once. Every thread waits on a stage's mbarrier, the warpgroup issues its wgmma
-// (4 k16 steps per atom), keeps one group in flight, and once the previous stage's group has completed
-// thread 0 refills that stage with the block kStages ahead (the stage's only reader is this
-// warpgroup's wgmma, so its completion is the "empty" signal; no second barrier).
+// 128-byte row). Its thread 0 issues the TMA loads of a whole stage (the w box and the x box;
+// rows past N or M and columns past K arrive as zeros) into a kStages-deep ring, each stage
+// completing on its own mbarrier; at the start it fills the whole ring, so a rank's share of up
+// to kStages k blocks is in flight at once. Every thread waits on a stage's mbarrier, the
+// warpgroup issues its wgmma (4 k16 steps per atom), keeps one group in flight, and once the
+// previous stage's group has completed thread 0 refills that stage with the block kStages ahead
+// (the stage's only reader is this warpgroup's wgmma, so its completion is the "empty" signal;
+// no second barrier).
 //
 // The accumulators (D = w x^T: row = n, column = m) go to a [BM][BN + 4] fp32 tile in shared
 // memory (m-major, so out's rows come out contiguous; conflict-free: see skinny_wgmma.cu), and
