@@ -3,13 +3,15 @@
 //   - "lt":        cuBLASLt with its BIAS epilogue, the plan the linear op used before (the
 //                  heuristic's first algorithm, through Kiln's plan cache);
 //   - "lt+gelu":   that, then Kiln's gelu kernel on its output (the unfused exact GELU);
-//   - "skinny":    the skinny kernel, bias epilogue (what linear runs now);
-//   - "skinny+g":  the skinny kernel with the exact-GELU epilogue (what fused_linear_gelu runs);
+//   - "skinny":    the portable skinny kernel (mma.sync), bias epilogue;
+//   - "skinny+g":  the portable skinny kernel with the exact-GELU epilogue;
+//   - "wg", "wg+g": the same two on the sm_90a kernel (wgmma + TMA, programmatic dependent
+//                  launch; what linear and fused_linear_gelu run where the device has it);
 // at (M, K, N) = (64, 1024, 4096) and (64, 4096, 1024) with the split-K and warps-per-k-block
-// overrides, the
-// M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size policy's
-// threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as two
-// back-to-back kernels each way, and as one CUDA graph of the two skinny kernels.
+// overrides, the M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size
+// policy's threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as
+// back-to-back kernels each way (the sm_90a pair also without programmatic dependent launch
+// and with each tile width), and as one CUDA graph of the two skinny kernels.
 //
 // Timing (bench/cuda_bench_util.h): CUDA events around one pass over the weight sets, queued
 // behind a spin kernel so host launch cost is hidden; after a warm-up pass, the median of
@@ -34,6 +36,7 @@
 #include "ops/cuda/blas_layout.h"
 #include "ops/cuda/cublaslt.h"
 #include "ops/cuda/skinny_gemm.h"
+#include "ops/cuda/skinny_wgmma.h"
 #include "ops/kernels.h"
 
 using namespace kiln;
@@ -96,7 +99,8 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 }
 
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
-                   cudaStream_t s, int split_k = 0, int warps_k = 0) {
+                   cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
+                   bool programmatic = true, int block_n = 0) {
   SkinnyGemmArgs a;
   a.epilogue = e;
   a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
@@ -106,6 +110,9 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.out = out.data_ptr(), a.ldo = a.n;
   a.split_k = split_k;
   a.warps_k = warps_k;
+  a.kernel = kernel;
+  a.programmatic = programmatic;
+  a.block_n = block_n;
   skinny_gemm(a, s);
 }
 
@@ -131,6 +138,9 @@ int main(int argc, char** argv) {
   const cudaStream_t s = reinterpret_cast<cudaStream_t>(cuda::current_stream(gpu).id());
   const int64_t l2 = static_cast<int64_t>(props.l2_cache_bytes);
   const UnaryKernel gelu_kernel = dispatch::unary_kernels.get("gelu", gpu);
+  const bool wg = skinny_wgmma_ready();
+  constexpr SkinnyKernel kWg = SkinnyKernel::Wgmma;
+  if (!wg) fmt::print("(no sm_90a skinny kernel on this device: the wg rows are left out)\n");
   if (csv) fmt::print("section,variant,m,k,n,us,weight_gbps\n");
   else
     fmt::print("skinny_gemm on {} (L2 {} MiB), bfloat16: median of {} passes over rotating weight sets, us per call\n",
@@ -156,11 +166,33 @@ int main(int argc, char** argv) {
     t["skinny+g"] = time_us(p, [&](const Tensor& w) {
       skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::GeluExact, s);
     }, s);
+    if (wg) {
+      t["wg"] = time_us(p, [&](const Tensor& w) {
+        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg);
+      }, s);
+      t["wg+g"] = time_us(p, [&](const Tensor& w) {
+        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg);
+      }, s);
+    }
     for (const auto& [name, us] : t) report(section, name, p, us);
     if (!csv)
-      fmt::print("  {:<10} ratios: skinny/lt {:.2f}, skinny+g/(lt+gelu) {:.2f}\n", section, t["skinny"] / t["lt"],
-                 t["skinny+g"] / t["lt+gelu"]);
+      fmt::print("  {:<10} ratios: skinny/lt {:.2f}, skinny+g/(lt+gelu) {:.2f}, wg/lt {:.2f}, wg+g/(lt+gelu) {:.2f}\n",
+                 section, t["skinny"] / t["lt"], t["skinny+g"] / t["lt+gelu"], wg ? t["wg"] / t["lt"] : 0.0,
+                 wg ? t["wg+g"] / t["lt+gelu"] : 0.0);
     if (!variants) return;
+    if (wg) {
+      const double us = time_us(p, [&](const Tensor& w) {
+        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, false);
+      }, s);
+      report(section, "wg no-pdl", p, us);
+      for (int bn : {64, 128})
+        for (int split : {0, 1, 2, 3, 4, 6, 8}) {
+          const double t_bn = time_us(p, [&](const Tensor& w) {
+            skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, split, 0, kWg, true, bn);
+          }, s);
+          report(section, fmt::format("wg bn{} s{}", bn, split), p, t_bn);
+        }
+    }
     for (int wk : {2, 4})
       for (int split : {1, 2, 4, 8}) {
         const double us = time_us(p, [&](const Tensor& w) {
@@ -185,12 +217,19 @@ int main(int argc, char** argv) {
   {
     Problem up(64, 1024, 4096, l2), down(64, 4096, 1024, l2);
     const int sets = static_cast<int>(std::min(up.weights.size(), down.weights.size()));
-    auto block = [&](bool skinny) {
+    // 0: cuBLASLt + gelu + cuBLASLt; 1: the portable kernels; 2: the sm_90a kernels without
+    // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
+    // per CTA.
+    auto block = [&](int how) {
       auto pass = [&] {
         for (int i = 0; i < sets; ++i) {
           const Tensor& w1 = up.weight();
           const Tensor& w2 = down.weight();
-          if (skinny) {
+          if (how >= 2) {
+            const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
+            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn);
+            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn);
+          } else if (how == 1) {
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
           } else {
@@ -202,12 +241,19 @@ int main(int argc, char** argv) {
       };
       return bench::median_gpu_ms(pass, s, 1, kRepeats, 1) / sets * 1e3;
     };
-    const double lt = block(false), sk = block(true);
+    const double lt = block(0), sk = block(1);
+    const double wg2 = wg ? block(2) : 0.0, wg3 = wg ? block(3) : 0.0, wg4 = wg ? block(4) : 0.0,
+                 wg5 = wg ? block(5) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
+      fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
+      fmt::print("mlp,wg+g+wg bn64,64,1024,4096,{:.2f},0\nmlp,wg+g+wg bn128,64,1024,4096,{:.2f},0\n", wg4, wg5);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
+      fmt::print("  mlp block M=64: wg(gelu)+wg {:.2f} us (ratio {:.2f}), without programmatic launch {:.2f} us, "
+                 "bn64 {:.2f} us, bn128 {:.2f} us\n",
+                 wg3, wg3 / lt, wg2, wg4, wg5);
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
@@ -221,11 +267,25 @@ int main(int argc, char** argv) {
     cudaStream_t gs = nullptr;
     KILN_CHECK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking) == cudaSuccess, "skinny_gemm bench: stream");
     cuda::synchronize();
-    for (int wk : {2, 4}) {
+    // -2, -4: the portable kernels with 2 or 4 warps per k block; 0: the sm_90a kernels without
+    // programmatic dependent launch; 1: with it (the default); 2, 3: with it, 64 / 128 rows of w
+    // per CTA.
+    for (int how : {-2, -4, 0, 1, 2, 3}) {
+      if (how >= 0 && !wg) continue;
       auto block = [&] {
-        skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, wk);
-        skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, wk);
+        if (how < 0) {
+          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, -how);
+          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, -how);
+        } else {
+          const int bn = how == 2 ? 64 : how == 3 ? 128 : 0;
+          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, how != 0, bn);
+          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, how != 0, bn);
+        }
       };
+      const std::string name = how < 0    ? fmt::format("skinny wk{}", -how)
+                               : how == 0 ? std::string("wg no-pdl")
+                               : how == 1 ? std::string("wg")
+                                          : fmt::format("wg bn{}", how == 2 ? 64 : 128);
       block();
       KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");
       cudaGraph_t graph = nullptr;
@@ -247,8 +307,8 @@ int main(int argc, char** argv) {
       }
       std::sort(us.begin(), us.end());
       const double median = us[us.size() / 2];
-      if (csv) fmt::print("mlp_graph,skinny wk{},64,1024,4096,{:.2f},0\n", wk, median);
-      else fmt::print("  mlp block M=64 as one CUDA graph (weights L2-warm), skinny wk{}: {:.2f} us\n", wk, median);
+      if (csv) fmt::print("mlp_graph,{},64,1024,4096,{:.2f},0\n", name, median);
+      else fmt::print("  mlp block M=64 as one CUDA graph (weights L2-warm), {}: {:.2f} us\n", name, median);
       (void)cudaEventDestroy(e0);
       (void)cudaEventDestroy(e1);
       (void)cudaGraphExecDestroy(exec);

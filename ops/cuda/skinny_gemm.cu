@@ -1,5 +1,8 @@
-// The host side of the skinny GEMM (skinny_gemm.h; the kernel is skinny_gemm_kernel.cuh): what
-// it accepts, the tile and split-K choice, the per-device facts, and the launch.
+// The host side of the skinny GEMM (skinny_gemm.h; the portable kernel is skinny_gemm_kernel.cuh,
+// the sm_90a one skinny_wgmma_kernel.cuh with its own host side in skinny_wgmma.cu): what it
+// accepts, which kernel runs (the sm_90a one wherever the device runs it, so linear and
+// fused_linear_gelu always agree on it), the size policy, and for the portable kernel the tile
+// and split-K choice, the per-device facts and the launch.
 //
 // The choice. A CTA takes BN = 64 rows of w by BM rows of x, the smallest of 16, 32, 64, 128
 // that holds m (so m <= 128 reads w once; larger m takes several row tiles of 128), with
@@ -28,6 +31,7 @@
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
 #include "skinny_gemm_kernel.cuh"
+#include "skinny_wgmma.h"
 
 namespace kiln::cuda_kernels {
 
@@ -42,6 +46,12 @@ constexpr int kWarpsK = 2;
 // Past 16 rows a plain linear through this kernel is slower than cuBLASLt on every measured
 // shape (and the MLP block's gain shrinks to ~6% at 32 rows): docs/notes/skinny_gemm.md.
 constexpr int64_t kMaxM = 16;
+// The sm_90a kernel's limit (docs/notes/skinny_gemm.md, v4): up to 64 rows its GELU epilogue
+// beats cuBLASLt + the GELU kernel on every measured shape (by 3-62%) and a plain linear beats
+// cuBLASLt by up to 54%, except at K = 1024, N = 4096 and K = N = 4096 with 64 rows, where it
+// loses 6-12% (one threshold for both ops keeps fused == gelu(linear) bit for bit); at 128 rows
+// plain linears lose up to ~50%.
+constexpr int64_t kMaxMWgmma = 64;
 constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxRows = int64_t{65535} * 64;  // grid y (row tiles) <= 65535 at BM = 64
 
@@ -190,6 +200,12 @@ struct Plan {
   int32_t k_blocks = 0, blocks_per_rank = 0;
 };
 
+/// Whether the sm_90a kernel runs this call (the override's, or the device's choice).
+bool uses_wgmma(const SkinnyGemmArgs& a) {
+  return a.kernel == SkinnyKernel::Wgmma ||
+         (a.kernel == SkinnyKernel::Auto && a.warps_k == 0 && skinny_wgmma_ready());
+}
+
 Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
   Plan p;
   const int bm = block_m(a.m);
@@ -215,7 +231,7 @@ Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
 }  // namespace
 }  // namespace skinny
 
-int64_t skinny_gemm_max_m() { return skinny::kMaxM; }
+int64_t skinny_gemm_max_m() { return skinny_wgmma_ready() ? skinny::kMaxMWgmma : skinny::kMaxM; }
 
 bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
   if (a.m <= 0 || a.n <= 0 || a.k <= 0 || a.m > skinny::kMaxRows || a.n > skinny::kMaxInt32 - 128 ||
@@ -228,11 +244,18 @@ bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
   if (a.pre != nullptr && (a.epilogue == SkinnyEpilogue::Bias || a.ldp < a.n)) return false;
   if (a.split_k < 0 || a.split_k > skinny::kMaxSplit) return false;
   if (a.warps_k != 0 && a.warps_k != 2 && a.warps_k != 4) return false;
+  if (a.kernel != SkinnyKernel::Auto && a.kernel != SkinnyKernel::Portable && a.kernel != SkinnyKernel::Wgmma)
+    return false;
+  if (a.kernel == SkinnyKernel::Wgmma && a.warps_k != 0) return false;  // a portable-kernel knob
+  if (a.block_n != 0 && a.block_n != 64 && a.block_n != 128) return false;
+  if (a.kernel == SkinnyKernel::Portable && a.block_n != 0) return false;  // an sm_90a-kernel knob
   return true;
 }
 
 bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
-  if (!skinny_gemm_accepts(a) || a.m > skinny::kMaxM) return false;
+  if (!skinny_gemm_accepts(a)) return false;
+  if (skinny::uses_wgmma(a)) return a.m <= skinny::kMaxMWgmma && skinny_wgmma_ready();
+  if (a.m > skinny::kMaxM) return false;
   const skinny::DeviceFacts* f = skinny::current_facts();
   if (f == nullptr) return false;
   const skinny::Plan p = skinny::plan(a, *f);
@@ -244,10 +267,15 @@ bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
 void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(skinny_gemm_accepts(a),
              "skinny_gemm: cannot take m = {}, n = {}, k = {} (ldx {}, ldw {}, ldo {}, ldp {}, pre {}, epilogue {}, "
-             "split_k {}, warps_k {}); it wants positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x "
-             "and w, row strides at least the row length, pre only with a GELU epilogue",
+             "split_k {}, warps_k {}, kernel {}, block_n {}); it wants positive sizes, k, ldx and ldw multiples of "
+             "8, 16-byte aligned x and w, row strides at least the row length, pre only with a GELU epilogue, "
+             "warps_k and block_n each with its own kernel",
              a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k,
-             a.warps_k);
+             a.warps_k, static_cast<int>(a.kernel), a.block_n);
+  if (skinny::uses_wgmma(a)) {
+    skinny_wgmma(a, stream);
+    return;
+  }
   const skinny::DeviceFacts* f = skinny::current_facts();
   KILN_CHECK(f != nullptr, "skinny_gemm: the current device cannot run the kernel (compute capability below 8.0, "
                            "or this build has no image for it)");

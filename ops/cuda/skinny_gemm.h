@@ -1,11 +1,14 @@
 // Kiln's own GEMM for 16-bit linears with few rows ("skinny": a batch of up to ~128 tokens),
 // out[M, N] = epilogue(x[M, K] @ w[N, K]^T + bias[N]). At such M the work is reading w once
 // from device memory; cuBLASLt's kernels for it (a split-K GEMM plus a reduce kernel, or a GEMM
-// plus a separate GELU kernel) spend ~2x that. This kernel streams w exactly once through a deep
-// cp.async pipeline into tensor cores (mma.sync), splits K over a thread-block cluster whose
-// partial tiles are summed through distributed shared memory (one launch, no workspace, no
-// counters: one CUDA graph node), and applies bias and GELU on the way out. The kernel is in
-// skinny_gemm_kernel.cuh, the choice of tiles and the launch in skinny_gemm.cu.
+// plus a separate GELU kernel) spend ~2x that. This kernel streams w exactly once into tensor
+// cores, splits K over a thread-block cluster whose partial tiles are summed through distributed
+// shared memory (one launch, no workspace, no counters: one CUDA graph node), and applies bias
+// and GELU on the way out. Two kernels: a portable one (mma.sync fed by a cp.async ring,
+// skinny_gemm_kernel.cuh) and, on compute capability 9.0, an sm_90a one computing out^T = w x^T
+// with wgmma fed by TMA (skinny_wgmma_kernel.cuh, skinny_wgmma.cu); the choice of kernel,
+// tiles and split and the launch are in skinny_gemm.cu. Both share the epilogue
+// (skinny_gemm_epilogue.cuh).
 //
 // Rounding: h = round16(acc + bias) and out = round16(gelu(h)), exactly as a 16-bit linear
 // followed by the gelu op rounds (the exact GELU is gelu_fast, the tanh GELU unary_math.h's
@@ -30,6 +33,13 @@ enum class SkinnyEpilogue : uint8_t {
   GeluTanh,  ///< out = gelu(h), tanh approximation
 };
 
+/// Which of the two kernels runs a call.
+enum class SkinnyKernel : uint8_t {
+  Auto,      ///< the sm_90a kernel where the device runs it, else the portable one
+  Portable,  ///< mma.sync through a cp.async ring (compute capability 8.0 and newer)
+  Wgmma,     ///< wgmma fed by TMA (compute capability 9.0 with this build's sm_90a image)
+};
+
 /// One call: row-major matrices, leading dimensions (row strides) in elements.
 struct SkinnyGemmArgs {
   SkinnyType type = SkinnyType::BFloat16;
@@ -46,29 +56,41 @@ struct SkinnyGemmArgs {
   int64_t ldp = 0;
   int split_k = 0;             ///< benchmark override: cluster size along K (1..8); 0 = chosen
   int warps_k = 0;             ///< benchmark override: warps sharing a k block (2 or 4); 0 = chosen
+                               ///< (the portable kernel's; not with SkinnyKernel::Wgmma)
+  SkinnyKernel kernel = SkinnyKernel::Auto;  ///< benchmark/test override: which kernel runs
+  int block_n = 0;  ///< benchmark override: rows of w per CTA of the sm_90a kernel (64, 128); 0 = 64
+                    ///< (not with SkinnyKernel::Portable; unused where Auto picks the portable one)
+  /// The sm_90a kernel launches with programmatic dependent launch (it may start while the
+  /// previous kernel on the stream finishes, and waits for it before touching memory); false
+  /// is a benchmark's comparison. The portable kernel launches without it either way.
+  bool programmatic = true;
 };
 
-/// The largest m that skinny_gemm_supported() takes (16, measured on an H200:
-/// docs/notes/skinny_gemm.md); above it a plain linear through cuBLASLt is faster.
+/// The largest m that skinny_gemm_supported() takes on the current device (measured on an H200:
+/// docs/notes/skinny_gemm.md): 16 for the portable kernel, 64 where the sm_90a kernel runs;
+/// above it a plain linear through cuBLASLt is faster.
 int64_t skinny_gemm_max_m();
 
 /// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
 /// k below 2^31 - 128), k a multiple of 8, x and w 16-byte aligned with ldx, ldw multiples of 8 and
-/// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides, non-null
-/// pointers. Touches no device.
+/// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides (warps_k
+/// not with SkinnyKernel::Wgmma, block_n not with SkinnyKernel::Portable), non-null pointers.
+/// Touches no device.
 bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
 
 /// accepts(), and the current device runs it (compute capability 8.0 or newer, an image of the
-/// kernel in this build) and the size policy says it pays: m <= skinny_gemm_max_m(), and on
+/// kernel in this build; the kernel override's, if set) and the size policy says it pays:
+/// m <= skinny_gemm_max_m(), and on
 /// GPUs without thread-block clusters enough tiles to fill half the SMs; the tile's shared memory
 /// within the device's limit. Touches no stream;
 /// per-device facts are cached on first use, so a call made before a CUDA graph capture keeps
 /// runtime queries out of the capture.
 bool skinny_gemm_supported(const SkinnyGemmArgs& args);
 
-/// Enqueues the kernel on `stream` (the current device's). Throws kiln::Error when accepts()
-/// says no or the current device cannot run it; the size policy is not applied (benchmarks
-/// call it past skinny_gemm_max_m()).
+/// Enqueues the kernel on `stream` (the current device's): the sm_90a one where the device runs
+/// it (unless overridden), else the portable one. Throws kiln::Error when accepts() says no or
+/// the current device cannot run the kernel; the size policy is not applied (benchmarks call it
+/// past skinny_gemm_max_m()).
 void skinny_gemm(const SkinnyGemmArgs& args, cudaStream_t stream);
 
 }  // namespace kiln::cuda_kernels

@@ -2,11 +2,10 @@
 // it takes, which tile configuration runs them, the TMA tensor maps, and the launch.
 //
 // Built for sm_90a alone (its own CMake object library, -gencode=arch=compute_90a,code=sm_90a):
-// wgmma and setmaxnreg exist nowhere else. cuTensorMapEncodeTiled is a driver function; it is
-// looked up through the runtime (cudaGetDriverEntryPointByVersion), as the allocator does, so
-// libkiln never links libcuda. supported() answers without touching a stream (it may run
-// while a stream is being captured): device properties, kernel attributes and the entry point
-// are read once per device and cached.
+// wgmma and setmaxnreg exist nowhere else. cuTensorMapEncodeTiled is a driver function, looked
+// up through the runtime (sm90_tensor_map.h), so libkiln never links libcuda. supported()
+// answers without touching a stream (it may run while a stream is being captured): device
+// properties, kernel attributes and the entry point are read once per device and cached.
 #include "sm90_linear_gelu.h"
 
 #include <cuda.h>
@@ -21,6 +20,7 @@
 
 #include "../../core/cuda_check.h"
 #include "sm90_linear_gelu_kernel.cuh"
+#include "sm90_tensor_map.h"
 
 namespace kiln::cuda_kernels {
 
@@ -76,22 +76,6 @@ namespace {
 constexpr int kMaxDevices = 64;
 // Sizes beyond this leave no room for a tile's coordinates in TMA's int32 (and the kernel's).
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max() - 1024;
-
-/// cuTensorMapEncodeTiled from the driver, or null when the driver does not have it.
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    const cudaError_t status =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
-    if (status != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
 
 size_t element_size(Sm90GemmType type) { return type == Sm90GemmType::TF32 ? 4 : 2; }
 

@@ -1,9 +1,10 @@
-// The Hopper PTX the sm_90a linear+GELU kernel is built from, one thin inline-asm wrapper
-// each: mbarriers (the pipeline's full/empty handshakes), TMA tensor loads (plain and
-// multicast to a CTA cluster), wgmma's fence/commit/wait and its shared-memory matrix
-// descriptor, setmaxnreg, and the cluster barrier. Written from the PTX ISA; the wrappers
-// only exist in the sm_90a device pass (KILN_SM90A_DEVICE), where every instruction here is
-// legal, so the kernel that uses them compiles to an empty body anywhere else.
+// The Hopper PTX the sm_90a kernels (linear+GELU, the wgmma skinny GEMM) are built from, one
+// thin inline-asm wrapper each: mbarriers (the pipeline's full/empty handshakes), TMA tensor
+// loads (plain and multicast to a CTA cluster), wgmma's fence/commit/wait and its shared-memory
+// matrix descriptor, setmaxnreg, the cluster barrier and programmatic dependent launch's
+// controls. Written from the PTX ISA; the wrappers only exist in the sm_90a device pass
+// (KILN_SM90A_DEVICE), where every instruction here is legal, so the kernels that use them
+// compile to empty bodies anywhere else.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -218,6 +219,18 @@ __device__ __forceinline__ void cluster_sync() {
       "barrier.cluster.arrive.release.aligned;\n"
       "barrier.cluster.wait.acquire.aligned;\n" ::
           : "memory");
+}
+
+// ---- programmatic dependent launch ---------------------------------------------------------
+
+/// Waits until the grids this one depends on programmatically have completed and their memory
+/// is visible (returns at once in a grid launched without the programmatic attribute).
+__device__ __forceinline__ void griddepcontrol_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+/// Lets the grid launched after this one with the programmatic attribute start (its CTAs then
+/// run up to their griddepcontrol_wait); a no-op without such a dependent.
+__device__ __forceinline__ void griddepcontrol_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 #endif  // KILN_SM90A_DEVICE

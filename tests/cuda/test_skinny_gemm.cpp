@@ -1,217 +1,31 @@
 // Kiln's skinny GEMM (ops/cuda/skinny_gemm.h): what accepts() and supported() decline and the
-// errors skinny_gemm() throws (on any machine); on a GPU that runs it, the kernel called
-// through its own interface into NaN-poisoned outputs (padding columns of a wider leading
-// dimension must stay poisoned) against float64 references on random data, for bf16 and f16,
-// every epilogue, with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and
-// 200, past the size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096,
-// 4104}, every split and warps-per-k-block override; the ops that route to it (linear, fused_linear_gelu)
-// bit for bit against the direct call and against each other (fused == gelu(linear)); linear
-// on the skinny path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the
-// fallbacks (K not a multiple of 8, unaligned rows, float32, M above the policy, a transposed
-// weight); and a replay from a CUDA graph. Elsewhere the numeric cases say they skip.
+// errors skinny_gemm() throws (on any machine); on a GPU that runs them, both kernels (the
+// portable mma.sync one and, on compute capability 9.0, the sm_90a wgmma one) called through
+// the interface into NaN-poisoned outputs (padding columns of a wider leading dimension must
+// stay poisoned) against float64 references on random data, for bf16 and f16, every epilogue,
+// with and without bias and pre-activation, M in {1, 7, 20, 64, 127, 128} (and 200, past the
+// size policy, through the direct call) and N, K from {8, 120, 1000, 1024, 4096, 4104}, every
+// split and warps-per-k-block override of the portable kernel (the sm_90a kernel's own sweeps:
+// test_skinny_wgmma.cpp); the ops that route to it (linear, fused_linear_gelu) bit for bit
+// against the direct call and against each other (fused == gelu(linear)); linear on the skinny
+// path against cuBLASLt; NaN and Inf where cuBLASLt + the gelu op put them; the fallbacks (K not
+// a multiple of 8, unaligned rows, float32, M above the policy, a transposed weight); and a
+// replay from a CUDA graph. Elsewhere the numeric cases say they skip.
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "cuda/cuda_testing.h"
-#include "ops/cuda/skinny_gemm.h"
-#include "ops/fused_linear_gelu_reference.h"
-#include "testing.h"
+#include "cuda/skinny_gemm_testing.h"
 
 using namespace kiln;
 using namespace kiln::testing;
-using kiln::cuda_kernels::skinny_gemm;
-using kiln::cuda_kernels::skinny_gemm_accepts;
-using kiln::cuda_kernels::skinny_gemm_max_m;
-using kiln::cuda_kernels::skinny_gemm_supported;
-using kiln::cuda_kernels::SkinnyEpilogue;
-using kiln::cuda_kernels::SkinnyGemmArgs;
-using kiln::cuda_kernels::SkinnyType;
+using namespace kiln::testing::skinny_tests;
 
-namespace {
-
-const Device kGpu = Device::cuda(0);
-
-/// Well-formed arguments on made-up, 256-byte aligned addresses (never dereferenced): what
-/// accepts() and supported() judge without touching memory.
-SkinnyGemmArgs dummy_args(int64_t m = 64, int64_t n = 4096, int64_t k = 1024) {
-  SkinnyGemmArgs a;
-  a.m = m, a.n = n, a.k = k;
-  a.x = reinterpret_cast<const void*>(uintptr_t{0x100000});
-  a.ldx = k;
-  a.w = reinterpret_cast<const void*>(uintptr_t{0x200000});
-  a.ldw = k;
-  a.out = reinterpret_cast<void*>(uintptr_t{0x300000});
-  a.ldo = n;
-  return a;
-}
-
-/// The batch the routing cases use: 64 (the MLP block's), or the size policy's limit if lower.
-const int64_t kPolicyM = std::min<int64_t>(64, skinny_gemm_max_m());
-
-/// Whether this machine's current device runs the kernel (asked with one row, which every size
-/// policy takes: a refusal then means the device or the build, never the shape).
-bool kernel_available() { return skinny_gemm_supported(dummy_args(1)); }
-
-cudaStream_t current_stream() { return reinterpret_cast<cudaStream_t>(cuda::current_stream(kGpu).id()); }
-
-DType dtype_of(SkinnyType t) { return t == SkinnyType::BFloat16 ? kBFloat16 : kFloat16; }
-
-/// h = x w^T (+ b) in float64 on the host (w transposed once, i-k-j order).
-std::vector<double> reference_h(const Tensor& x, const Tensor& w, const Tensor& b) {
-  const int64_t m = x.sizes()[0], k = x.sizes()[1], n = w.sizes()[0];
-  const std::vector<double> vx = values(x), vw = values(w);
-  std::vector<double> wt(static_cast<size_t>(k * n));
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t c = 0; c < k; ++c) wt[static_cast<size_t>(c * n + j)] = vw[static_cast<size_t>(j * k + c)];
-  std::vector<double> h(static_cast<size_t>(m * n), 0.0);
-  if (b.defined()) {
-    const std::vector<double> vb = values(b);
-    for (int64_t i = 0; i < m; ++i)
-      std::memcpy(h.data() + i * n, vb.data(), static_cast<size_t>(n) * sizeof(double));
-  }
-  for (int64_t i = 0; i < m; ++i) {
-    double* row = h.data() + i * n;
-    for (int64_t c = 0; c < k; ++c) {
-      const double xv = vx[static_cast<size_t>(i * k + c)];
-      const double* wr = wt.data() + c * n;
-      for (int64_t j = 0; j < n; ++j) row[j] += xv * wr[j];
-    }
-  }
-  return h;
-}
-
-/// Host operands of one problem: x in [-1, 1), w and b scaled so h is O(1).
-struct Operands {
-  Tensor x, w, b;  // host
-  Tensor gx, gw, gb;  // device
-  std::vector<double> h;  // float64 reference, with the bias
-};
-
-Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
-  Operands o;
-  const double s = 2.0 / std::sqrt(static_cast<double>(k));
-  o.x = random({m, k}, dtype, -1, 1);
-  o.w = random({n, k}, dtype, -s, s);
-  o.b = random({n}, dtype, -0.5, 0.5);
-  o.gx = o.x.to(kGpu);
-  o.gw = o.w.to(kGpu);
-  o.gb = o.b.to(kGpu);
-  o.h = reference_h(o.x, o.w, o.b);
-  return o;
-}
-
-/// The leading dimension a case stores out and pre with: n, or wider (padding that must stay
-/// poisoned, and rows whose 8-byte stores are misaligned).
-struct Knobs {
-  int64_t pad_o = 0;
-  int split_k = 0;
-  int warps_k = 0;
-};
-
-/// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
-void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, bool with_bias, bool with_pre, Knobs knobs) {
-  const int64_t m = o.x.sizes()[0], k = o.x.sizes()[1], n = o.w.sizes()[0], ld = n + knobs.pad_o;
-  CAPTURE(m);
-  CAPTURE(n);
-  CAPTURE(k);
-  CAPTURE(static_cast<int>(type));
-  CAPTURE(static_cast<int>(e));
-  CAPTURE(with_bias);
-  CAPTURE(with_pre);
-  CAPTURE(knobs.pad_o);
-  CAPTURE(knobs.split_k);
-  CAPTURE(knobs.warps_k);
-  const DType dtype = dtype_of(type);
-  const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
-  const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
-  SkinnyGemmArgs a;
-  a.type = type;
-  a.epilogue = e;
-  a.m = m, a.n = n, a.k = k;
-  a.x = o.gx.data_ptr(), a.ldx = k;
-  a.w = o.gw.data_ptr(), a.ldw = k;
-  a.bias = with_bias ? o.gb.data_ptr() : nullptr;
-  a.out = out.data_ptr(), a.ldo = ld;
-  a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
-  a.split_k = knobs.split_k;
-  a.warps_k = knobs.warps_k;
-  REQUIRE(skinny_gemm_accepts(a));
-  skinny_gemm(a, current_stream());
-  cuda::synchronize();
-
-  const std::vector<double> vb = values(o.b);
-  std::vector<double> want_h(static_cast<size_t>(m * n)), want_out(want_h.size());
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const size_t idx = static_cast<size_t>(i * n + j);
-      const double h = o.h[idx] - (with_bias ? 0.0 : vb[static_cast<size_t>(j)]);
-      want_h[idx] = h;
-      want_out[idx] = e == SkinnyEpilogue::Bias ? h : gelu_reference(h, e == SkinnyEpilogue::GeluTanh);
-    }
-  const auto split = [&](const Tensor& t, std::vector<double>& inside, int64_t& padding_written) {
-    const std::vector<double> v = values(t.cpu());
-    inside.resize(static_cast<size_t>(m * n));
-    padding_written = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < ld; ++j) {
-        const double x = v[static_cast<size_t>(i * ld + j)];
-        if (j < n) inside[static_cast<size_t>(i * n + j)] = x;
-        else padding_written += std::isnan(x) ? 0 : 1;
-      }
-  };
-  std::vector<double> got;
-  int64_t stray = 0;
-  split(out, got, stray);
-  CHECK(stray == 0);
-  CHECK(relative_norm_error(got, want_out) <= norm_tolerance(dtype));  // NaN (unwritten) fails
-  if (with_pre) {
-    split(pre, got, stray);
-    CHECK(stray == 0);
-    CHECK(relative_norm_error(got, want_h) <= norm_tolerance(dtype));
-  }
-}
-
-/// Every epilogue, bias on/off, pre on/off (GELU only), both types, for one shape.
-void check_shape(int64_t m, int64_t n, int64_t k, Knobs knobs = {}) {
-  for (SkinnyType type : {SkinnyType::BFloat16, SkinnyType::Float16}) {
-    const Operands o = make_operands(m, n, k, dtype_of(type));
-    check_call(o, type, SkinnyEpilogue::Bias, true, false, knobs);
-    check_call(o, type, SkinnyEpilogue::Bias, false, false, knobs);
-    for (SkinnyEpilogue e : {SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh}) {
-      check_call(o, type, e, true, true, knobs);
-      check_call(o, type, e, true, false, knobs);
-      check_call(o, type, e, false, true, knobs);
-    }
-  }
-}
-
-/// Bitwise equality of two tensors of one shape (NaN equal to NaN).
-bool same_bits(const Tensor& a, const Tensor& b) {
-  const std::vector<double> va = values(a.cpu()), vb = values(b.cpu());
-  if (va.size() != vb.size()) return false;
-  for (size_t i = 0; i < va.size(); ++i)
-    if (!(va[i] == vb[i] || (std::isnan(va[i]) && std::isnan(vb[i]))) || std::signbit(va[i]) != std::signbit(vb[i]))
-      return false;
-  return true;
-}
-
-/// x with rows K + 4 apart (a column slice of a wider matrix): the skinny kernel declines it
-/// (ldx not a multiple of 8), cuBLASLt takes it, with the same values.
-Tensor unaligned_rows(const Tensor& x) {
-  const int64_t m = x.sizes()[0], k = x.sizes()[1];
-  Tensor wide = full({m, k + 4}, 0.0, TensorOptions(x.dtype()).device(x.device()));
-  wide.slice(1, 0, k).copy_(x);
-  return wide.slice(1, 0, k);
-}
-
-}  // namespace
 
 TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   const SkinnyGemmArgs base = dummy_args();
@@ -264,6 +78,26 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.k = int64_t{1} << 31, a.ldx = a.k, a.ldw = a.k;
   CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Wgmma;
+  CHECK(skinny_gemm_accepts(a));
+  a.warps_k = 2;  // the portable kernel's knob
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Portable, a.warps_k = 4;
+  CHECK(skinny_gemm_accepts(a));
+  a = base, a.block_n = 128;  // the sm_90a kernel's knob
+  CHECK(skinny_gemm_accepts(a));
+  a.kernel = SkinnyKernel::Wgmma;
+  CHECK(skinny_gemm_accepts(a));
+  a.kernel = SkinnyKernel::Portable;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Wgmma, a.block_n = 96;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.block_n = 256;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Portable, a.programmatic = false;
+  CHECK(skinny_gemm_accepts(a));
+  a = base, a.kernel = static_cast<SkinnyKernel>(7);
+  CHECK_FALSE(skinny_gemm_accepts(a));
 }
 
 TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on what it cannot run") {
@@ -280,6 +114,23 @@ TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on 
     // No device that runs it: the call says so rather than launching.
     CHECK_THROWS_WITH_AS(skinny_gemm(dummy_args(), nullptr),
                          doctest::Contains("skinny_gemm: the current device cannot run the kernel"), Error);
+  }
+  SkinnyGemmArgs wg = dummy_args();
+  wg.kernel = SkinnyKernel::Wgmma;
+  if (!skinny_wgmma_ready()) {
+    // The sm_90a kernel asked for where it cannot run: declined, and the call says why.
+    CHECK_FALSE(skinny_gemm_supported(wg));
+    CHECK_THROWS_WITH_AS(skinny_gemm(wg, nullptr),
+                         doctest::Contains("skinny_gemm: the current device cannot run the sm_90a kernel"), Error);
+  } else {
+    // Where it runs, the default is the sm_90a kernel with its own (larger) batch limit.
+    CHECK(skinny_gemm_supported(wg));
+    CHECK(skinny_gemm_supported(dummy_args(skinny_gemm_max_m())));
+    wg.m = skinny_gemm_max_m() + 1;
+    CHECK_FALSE(skinny_gemm_supported(wg));
+    SkinnyGemmArgs portable = dummy_args(17);
+    portable.kernel = SkinnyKernel::Portable;
+    CHECK_FALSE(skinny_gemm_supported(portable));  // the portable kernel keeps its limit of 16
   }
 }
 
@@ -321,7 +172,7 @@ TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(
   manual_seed(1503);
   for (DType dt : {kBFloat16, kFloat16})
     for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
+             {policy_m(), 4096, 1024}, {policy_m(), 1024, 4096}, {7, 1000, 120}, {skinny_gemm_max_m(), 120, 4104}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);
@@ -366,7 +217,7 @@ TEST_CASE("skinny_gemm: linear on the skinny path agrees with cuBLASLt; NaN and 
   manual_seed(1504);
   for (DType dt : {kBFloat16, kFloat16})
     for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-             {kPolicyM, 4096, 1024}, {kPolicyM, 1024, 4096}, {1, 1024, 1024}}) {
+             {policy_m(), 4096, 1024}, {policy_m(), 1024, 4096}, {1, 1024, 1024}}) {
       CAPTURE(dt);
       CAPTURE(m);
       CAPTURE(n);

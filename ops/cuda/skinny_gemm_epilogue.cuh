@@ -1,0 +1,139 @@
+// The part of the skinny GEMM that both of its kernels share (the portable mma.sync kernel,
+// skinny_gemm_kernel.cuh, and the sm_90a wgmma kernel, skinny_wgmma_kernel.cuh): the launch
+// parameters, and the split-K epilogue that turns each CTA's fp32 partial tile into the
+// stored output. Keeping one copy keeps one rounding: h = round16(acc + bias), out =
+// round16(gelu(h)), exactly as a 16-bit linear followed by the gelu op, whichever kernel ran.
+//
+// The epilogue: each CTA of a cluster has parked its partial tile ([BM][kRedLd] fp32, m-major so
+// a row of out is contiguous) in its own shared memory at the same offset, and the cluster has
+// synchronised. Each CTA then reduces its slice of the tile's 4-column groups by reading every
+// rank's partial through distributed shared memory, summing in rank order (so the result does
+// not depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores.
+// The caller synchronises the cluster again afterwards (the others may still read its tile).
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../unary_math.h"
+#include "device_types.cuh"
+#include "gelu_fast.cuh"
+
+namespace kiln::cuda_kernels::skinny {
+
+constexpr int kMaxSplit = 8;  ///< the portable cluster size limit
+
+/// The epilogue, as the kernels' template parameter (skinny_gemm.h's SkinnyEpilogue).
+enum class Epi : int { Bias, GeluExact, GeluTanh };
+
+/// The run-time part of one launch. Sizes are checked on the host (skinny_gemm_accepts).
+struct Params {
+  const void* x = nullptr;  ///< (the mma.sync kernel; the wgmma kernel reads x and w by TMA)
+  const void* w = nullptr;
+  const void* bias = nullptr;  ///< [n] or null
+  void* out = nullptr;
+  void* pre = nullptr;  ///< [m, n] or null
+  int64_t ldx = 0, ldw = 0, ldo = 0, ldp = 0;
+  int32_t m = 0, n = 0, k = 0;
+  int32_t k_blocks = 0;         ///< ceil(k / 64)
+  int32_t blocks_per_rank = 0;  ///< k blocks per cluster rank (the last rank may have fewer)
+  int32_t split = 1;            ///< cluster size along grid x
+  uint32_t vec_out = 0;         ///< out rows may be stored 4 elements (8 bytes) at a time
+  uint32_t vec_pre = 0;         ///< likewise pre
+};
+
+/// out from the rounded pre-activation h, as the unfused op computes it.
+template <typename T, Epi E>
+__device__ __forceinline__ T activate(T h) {
+  if constexpr (E == Epi::GeluExact) return narrow<T>(gelu_fast(widen(h)));
+  else if constexpr (E == Epi::GeluTanh) return narrow<T>(math::GeluTanh{}(widen(h)));
+  else return h;
+}
+
+/// The bits of a bfloat16 value.
+__device__ __forceinline__ uint32_t bits16(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+/// The bits of a float16 value.
+__device__ __forceinline__ uint32_t bits16(__half v) { return __half_as_ushort(v); }
+
+/// Four consecutive 16-bit values as one 8-byte word, v[0] lowest.
+template <typename T>
+__device__ __forceinline__ uint2 pack4(const T (&v)[4]) {
+  return make_uint2(bits16(v[0]) | (bits16(v[1]) << 16), bits16(v[2]) | (bits16(v[3]) << 16));
+}
+
+/// Stores `cnt` (1..4) values at p[0..cnt): one 8-byte store when `vec` and cnt == 4.
+template <typename T>
+__device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec) {
+  if (vec && cnt == 4) {
+    *reinterpret_cast<uint2*>(p) = pack4(v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (i < cnt) p[i] = v[i];
+  }
+}
+
+/// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
+/// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
+/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset.
+template <typename T, int BN, int RedLd, int Threads, Epi E>
+__device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
+                                                 int64_t m0, int m_valid, int tid) {
+  constexpr int kGroupsPerRow = BN / 4;
+  const int groups = m_valid * kGroupsPerRow;
+  const int per_rank = (groups + split - 1) / split;
+  const int g_begin = rank * per_rank;
+  const int g_end = min(g_begin + per_rank, groups);
+  const T* bias = static_cast<const T*>(p.bias);
+  for (int g = g_begin + tid; g < g_end; g += Threads) {
+    const int m = g / kGroupsPerRow;
+    const int nl = (g - m * kGroupsPerRow) * 4;
+    const int n = n0 + nl;
+    if (n >= p.n) continue;
+    const int offset = m * RedLd + nl;
+    // Every rank's partial first (independent loads: one distributed-shared-memory latency,
+    // not one per rank), then the sum in rank order.
+    float4 t[kMaxSplit];
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r) {
+      if (r < split) {
+        const float* src = red;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (split > 1) src = cooperative_groups::this_cluster().map_shared_rank(red, r);
+#endif
+        t[r] = *reinterpret_cast<const float4*>(src + offset);
+      }
+    }
+    float4 s = t[0];
+#pragma unroll
+    for (int r = 1; r < kMaxSplit; ++r)
+      if (r < split) {
+        s.x += t[r].x;
+        s.y += t[r].y;
+        s.z += t[r].z;
+        s.w += t[r].w;
+      }
+    const int cnt = min(p.n - n, 4);
+    float v[4] = {s.x, s.y, s.z, s.w};
+    T h[4], o[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      // acc + bias rounded once, as cuBLASLt's bias epilogue; no bias: acc itself (adding
+      // 0 would turn -0 into +0).
+      if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
+      h[i] = narrow<T>(v[i]);
+      o[i] = activate<T, E>(h[i]);
+    }
+    const int64_t row = m0 + m;
+    store4(static_cast<T*>(p.out) + row * p.ldo + n, o, cnt, p.vec_out != 0);
+    if constexpr (E != Epi::Bias) {
+      if (p.pre != nullptr) store4(static_cast<T*>(p.pre) + row * p.ldp + n, h, cnt, p.vec_pre != 0);
+    }
+  }
+}
+
+}  // namespace kiln::cuda_kernels::skinny

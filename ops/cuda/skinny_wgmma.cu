@@ -1,0 +1,270 @@
+// The host side of the sm_90a skinny GEMM (skinny_wgmma.h; kernel: skinny_wgmma_kernel.cuh):
+// the per-device facts, the tile and split choice, the TMA tensor maps, and the launch.
+//
+// Built for sm_90a alone, in the kiln_sm90 object library with the linear+GELU kernel (wgmma
+// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): 64 rows of w
+// per CTA (128, which reads x from L2 half as often, measured slower on an H200 at every shape
+// tried: docs/notes/skinny_gemm.md, v4; the benchmark can still ask for it), BM the smallest of
+// 16, 32, 64, 128 rows of x that holds m (128 beyond, several row tiles), the split along K (the
+// cluster size) the number of CTAs each tile can have with the tiles filling the SMs once, at
+// most 8 and at most the k blocks, lowered until every cluster is resident at once
+// (cudaOccupancyMaxActiveClusters, read once per device). It depends only on m, n, k and the
+// device, never on the epilogue, so a fused call and a linear on the same operands compute the
+// same sums.
+//
+// Programmatic dependent launch is on by default: the kernel reads and writes no global memory
+// before griddepcontrol.wait, which returns once the previous kernel in the stream has completed
+// and its writes are visible, so the attribute changes when the CTAs start (the launch and the
+// set-up overlap the previous kernel's tail), never what they read; in a CUDA graph capture it
+// becomes a programmatic edge (tested). The caveat: had the kernel read anything before the wait
+// (say the weights, to start streaming them early), a previous kernel writing them (an optimizer
+// step, a copy into the weight) would race with it; it does not.
+//
+// The partial tile's layout (skinny_wgmma_kernel.cuh) is conflict-free: a warp's 32 stores of
+// one accumulator register go to m = 8 j + 2 (lane % 4) (+1), n = 64 t + 16 warp + lane / 4 (+8),
+// i.e. word m * (BN + 4) + n, whose bank (8 (lane % 4) + lane / 4 + constant) mod 32 differs
+// per lane (2 (BN + 4) is 8 mod 32 for BN = 64 and 128).
+#include "skinny_wgmma.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <mutex>
+
+#include "../../core/cuda_check.h"
+#include "../../core/error.h"
+#include "skinny_wgmma_kernel.cuh"
+#include "sm90_tensor_map.h"
+
+namespace kiln::cuda_kernels {
+
+namespace skinny {
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr int kBlockK = 64;
+constexpr int kThreads = 128;
+static_assert(WgTile<64, 16>::kThreads == kThreads && WgTile<128, 128>::kThreads == kThreads, "one warpgroup");
+
+using WgKernelFn = void (*)(CUtensorMap, CUtensorMap, Params);
+
+/// The kernel of (type, BN, BM, epilogue).
+template <typename T, int BN, int BM>
+WgKernelFn wg_kernel_of(SkinnyEpilogue e) {
+  switch (e) {
+    case SkinnyEpilogue::GeluExact: return skinny_wgmma_kernel<T, BN, BM, Epi::GeluExact>;
+    case SkinnyEpilogue::GeluTanh: return skinny_wgmma_kernel<T, BN, BM, Epi::GeluTanh>;
+    case SkinnyEpilogue::Bias: break;
+  }
+  return skinny_wgmma_kernel<T, BN, BM, Epi::Bias>;
+}
+
+/// A kernel and its tile and shared memory.
+struct WgLaunch {
+  WgKernelFn kernel = nullptr;
+  int bn = 0, bm = 0, smem = 0;
+};
+
+template <typename T, int BN>
+WgLaunch wg_pick_typed(SkinnyEpilogue e, int bm) {
+  switch (bm) {
+    case 16: return {wg_kernel_of<T, BN, 16>(e), BN, 16, WgTile<BN, 16>::kSmemBytes};
+    case 32: return {wg_kernel_of<T, BN, 32>(e), BN, 32, WgTile<BN, 32>::kSmemBytes};
+    case 64: return {wg_kernel_of<T, BN, 64>(e), BN, 64, WgTile<BN, 64>::kSmemBytes};
+    default: return {wg_kernel_of<T, BN, 128>(e), BN, 128, WgTile<BN, 128>::kSmemBytes};
+  }
+}
+
+WgLaunch wg_pick(SkinnyType type, SkinnyEpilogue e, int bn, int bm) {
+  if (type == SkinnyType::BFloat16)
+    return bn == 128 ? wg_pick_typed<__nv_bfloat16, 128>(e, bm) : wg_pick_typed<__nv_bfloat16, 64>(e, bm);
+  return bn == 128 ? wg_pick_typed<__half, 128>(e, bm) : wg_pick_typed<__half, 64>(e, bm);
+}
+
+/// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
+int wg_block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+int wg_bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
+
+/// What one device offers the sm_90a kernel, found once.
+struct WgFacts {
+  bool ready = false;
+  int sms = 0;
+  /// Clusters of each size (index split - 1) resident at once, per BN index (64, 128) and BM index.
+  std::array<std::array<std::array<int, kMaxSplit>, 4>, 2> max_clusters{};
+};
+
+/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
+int wg_resident_clusters(const WgLaunch& l, int split) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(split));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(split);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
+
+const WgFacts& wg_facts(int device) {
+  static std::array<WgFacts, kMaxDevices> facts;
+  static std::array<std::once_flag, kMaxDevices> once;
+  std::call_once(once[static_cast<size_t>(device)], [device] {
+    WgFacts& f = facts[static_cast<size_t>(device)];
+    int major = 0, minor = 0, sms = 0, max_smem = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+        major != 9 || minor != 0 || sm90::encode_tiled() == nullptr) {
+      (void)cudaGetLastError();
+      return;
+    }
+    // An image with the sm_90a body has the mbarriers in static shared memory; an empty body none.
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 64).kernel) !=
+            cudaSuccess ||
+        attributes.sharedSizeBytes == 0) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
+      for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
+        for (int bn : {64, 128})
+          for (int bm : {16, 32, 64, 128}) {
+            const WgLaunch l = wg_pick(t, e, bn, bm);
+            if (l.smem > max_smem ||
+                cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+              (void)cudaGetLastError();
+              return;
+            }
+          }
+    for (int bn : {64, 128})
+      for (int bm : {16, 32, 64, 128}) {
+        const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
+        for (int split = 1; split <= kMaxSplit; ++split)
+          f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
+              wg_resident_clusters(l, split);
+      }
+    f.sms = sms;
+    f.ready = true;
+  });
+  return facts[static_cast<size_t>(device)];
+}
+
+/// The current device's facts, or null when it cannot run the kernel.
+const WgFacts* wg_current_facts() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  const WgFacts& f = wg_facts(device);
+  return f.ready ? &f : nullptr;
+}
+
+/// The tensor map of a row-major [rows, k] 16-bit matrix with row stride `ld` elements, moved in
+/// [box_rows, 64] boxes with the 128-byte swizzle; reads past the edges give zeros.
+CUtensorMap wg_make_map(SkinnyType type, const void* base, int64_t k, int64_t rows, int64_t ld, int box_rows) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBlockK), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  CUtensorMap map{};
+  const CUresult status = sm90::encode_tiled()(
+      &map, type == SkinnyType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  KILN_CHECK(status == CUDA_SUCCESS,
+             "skinny_gemm: cuTensorMapEncodeTiled returned {} for a [{}, {}] operand with row stride {} "
+             "(skinny_gemm_accepts() should have declined this call)",
+             static_cast<int>(status), rows, k, ld);
+  return map;
+}
+
+}  // namespace
+}  // namespace skinny
+
+bool skinny_wgmma_ready() { return skinny::wg_current_facts() != nullptr; }
+
+void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
+  using namespace skinny;
+  const WgFacts* f = wg_current_facts();
+  KILN_CHECK(f != nullptr,
+             "skinny_gemm: the current device cannot run the sm_90a kernel (it needs compute capability 9.0, this "
+             "build's sm_90a image and a driver with cuTensorMapEncodeTiled)");
+  const int bm = wg_block_m(a.m);
+  const int32_t k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
+  const int64_t tiles_m = (a.m + bm - 1) / bm;
+  const int bn = a.block_n != 0 ? a.block_n : 64;
+  const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
+  const int64_t tiles_n = (a.n + bn - 1) / bn;
+  int split = a.split_k;
+  if (split == 0) {
+    const int64_t tiles = tiles_n * tiles_m;
+    split = static_cast<int>(std::clamp<int64_t>(f->sms / tiles, 1, kMaxSplit));
+    const auto& fit = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))];
+    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
+  }
+  split = std::min(split, k_blocks);
+  const int32_t blocks_per_rank = (k_blocks + split - 1) / split;
+  split = (k_blocks + blocks_per_rank - 1) / blocks_per_rank;  // no rank without k blocks
+
+  Params p;
+  p.bias = a.bias;
+  p.out = a.out;
+  p.pre = a.pre;
+  p.ldo = a.ldo;
+  p.ldp = a.ldp;
+  p.m = static_cast<int32_t>(a.m);
+  p.n = static_cast<int32_t>(a.n);
+  p.k = static_cast<int32_t>(a.k);
+  p.k_blocks = k_blocks;
+  p.blocks_per_rank = blocks_per_rank;
+  p.split = split;
+  p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
+  p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
+  const CUtensorMap map_w = wg_make_map(a.type, a.w, a.k, a.n, a.ldw, bn);
+  const CUtensorMap map_x = wg_make_map(a.type, a.x, a.k, a.m, a.ldx, bm);
+
+  const int64_t grid_x = tiles_n * split;
+  // accepts() bounds n and m so that both fit: n / BN tiles times at most 8, m / BM row tiles.
+  KILN_INTERNAL_ASSERT(grid_x <= int64_t{0x7fffffff} && tiles_m <= 65535,
+                       "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x, tiles_m,
+                       a.n, a.m);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(tiles_m));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
+  config.stream = stream;
+  std::array<cudaLaunchAttribute, 2> attributes{};
+  unsigned count = 0;
+  if (split > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = static_cast<unsigned>(split);
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  if (a.programmatic) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  config.attrs = attributes.data();
+  config.numAttrs = count;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, l.kernel, map_w, map_x, p));
+}
+
+}  // namespace kiln::cuda_kernels
