@@ -10,6 +10,8 @@
 #include <nccl.h>
 
 #include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "../core/cuda_check.h"
 #include "../core/error.h"
@@ -81,7 +83,8 @@ class NcclWork final : public Work {
 /// One rank of an NCCL group.
 class NcclGroup final : public ProcessGroup {
  public:
-  explicit NcclGroup(std::shared_ptr<NcclComm> comm) : comm_(std::move(comm)) {}
+  explicit NcclGroup(std::shared_ptr<NcclComm> comm)
+      : comm_(std::move(comm)), check_calls_(cross_rank_checks_from_env()) {}
 
   int rank() const override { return comm_->rank(); }
   int size() const override { return comm_->size(); }
@@ -92,6 +95,7 @@ class NcclGroup final : public ProcessGroup {
   WorkHandle all_reduce(Tensor& tensor, ReduceOp op) override {
     CollectiveScope scope("nccl:all_reduce");
     check_all_reduce(*this, tensor, op);
+    agree({"all_reduce", tensor.dtype(), tensor.numel(), tensor.numel(), op, -1});
     const Stream stream = use_stream({&tensor});
     void* data = tensor.data_ptr();
     const size_t count = static_cast<size_t>(tensor.numel());
@@ -104,6 +108,7 @@ class NcclGroup final : public ProcessGroup {
   WorkHandle broadcast(Tensor& tensor, int src) override {
     CollectiveScope scope("nccl:broadcast");
     check_broadcast(*this, tensor, src);
+    agree({"broadcast", tensor.dtype(), tensor.numel(), tensor.numel(), ReduceOp::Sum, src});
     const Stream stream = use_stream({&tensor});
     void* data = tensor.data_ptr();
     const size_t count = static_cast<size_t>(tensor.numel());
@@ -115,6 +120,7 @@ class NcclGroup final : public ProcessGroup {
   WorkHandle all_gather(Tensor& output, const Tensor& input) override {
     CollectiveScope scope("nccl:all_gather");
     check_all_gather(*this, output, input);
+    agree({"all_gather", input.dtype(), input.numel(), output.numel(), ReduceOp::Sum, -1});
     const Stream stream = use_stream({&output, &input});
     return run("all_gather", stream, [&](ncclComm_t c) {
       return ncclAllGather(input.data_ptr(), output.data_ptr(), static_cast<size_t>(input.numel()),
@@ -125,6 +131,7 @@ class NcclGroup final : public ProcessGroup {
   WorkHandle reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
     CollectiveScope scope("nccl:reduce_scatter");
     check_reduce_scatter(*this, output, input, op);
+    agree({"reduce_scatter", input.dtype(), input.numel(), output.numel(), op, -1});
     const Stream stream = use_stream({&output, &input});
     return run("reduce_scatter", stream, [&](ncclComm_t c) {
       return ncclReduceScatter(input.data_ptr(), output.data_ptr(), static_cast<size_t>(output.numel()),
@@ -136,6 +143,7 @@ class NcclGroup final : public ProcessGroup {
   void barrier() override {
     CollectiveScope scope("nccl:barrier");
     comm_->check_healthy("barrier");
+    agree({"barrier", DType::Float32, 0, 0, ReduceOp::Sum, -1});
     if (!token_.defined()) token_ = zeros({1}, TensorOptions(kFloat32).device(device()));
     const Stream stream = use_stream({&token_});
     void* data = token_.data_ptr();
@@ -155,12 +163,39 @@ class NcclGroup final : public ProcessGroup {
     return stream;
   }
 
+  // With KILN_DIST_DEBUG=1: every rank's call gathered over NCCL and compared, so that all
+  // ranks throw the same message (with each rank's values) before a mismatched collective.
+  void agree(const CallSummary& call) {
+    if (!check_calls_ || size() == 1) return;
+    static constexpr const char* kNames[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"};
+    int64_t index = 0;
+    while (index < 5 && std::string_view(kNames[index]) != call.collective) ++index;
+    const std::vector<int64_t> mine = {index, static_cast<int64_t>(call.dtype), call.input_numel, call.output_numel,
+                                       static_cast<int64_t>(call.op), call.src};
+    constexpr int64_t kFields = 6;
+    Tensor local = from_vector(mine, {kFields}).to(device());
+    Tensor all = empty({size() * kFields}, TensorOptions(kInt64).device(device()));
+    const Stream stream = use_stream({&local, &all});
+    run("agree", stream, [&](ncclComm_t c) {
+      return ncclAllGather(local.data_ptr(), all.data_ptr(), kFields, ncclInt64, c, as_cuda(stream));
+    })->synchronize();
+    const std::vector<int64_t> v = all.cpu().to_vector<int64_t>();
+    std::vector<CallSummary> calls(static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r) {
+      const int64_t* f = v.data() + r * kFields;
+      calls[r] = {f[0] >= 0 && f[0] < 5 ? kNames[f[0]] : "?", static_cast<DType>(f[1]), f[2], f[3],
+                  static_cast<ReduceOp>(f[4]), static_cast<int>(f[5])};
+    }
+    check_same_call(call.collective, calls);
+  }
+
   WorkHandle run(const char* collective, const Stream& stream, const std::function<ncclResult_t(ncclComm_t)>& call) {
     return std::make_shared<NcclWork>(comm_, comm_->enqueue(collective, reinterpret_cast<void*>(stream.id()), call));
   }
 
   std::shared_ptr<NcclComm> comm_;
-  Tensor token_;  // barrier's element
+  bool check_calls_;  // KILN_DIST_DEBUG
+  Tensor token_;      // barrier's element
 };
 
 // The unique id of a new communicator, made by this process (no network: rank 0's

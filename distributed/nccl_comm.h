@@ -68,9 +68,13 @@ class NcclComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
 
+  /// This rank.
   int rank() const { return rank_; }
+  /// Number of ranks.
   int size() const { return size_; }
+  /// This rank's GPU.
   Device device() const { return device_; }
+  /// The bound on every wait.
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   /// Runs `call` (an NCCL enqueue on the communicator) under the communicator's lock and polls

@@ -101,7 +101,7 @@ class ProcessGroup {
 
 /// Options of init_process_group(). Unset fields come from the environment.
 struct InitOptions {
-  std::optional<Backend> backend;               ///< default: NCCL when CUDA is available, else Threads (size 1 only)
+  std::optional<Backend> backend;  ///< default: NCCL when a GPU is visible and NCCL is built, else Threads (size 1 only)
   std::optional<std::chrono::milliseconds> timeout;  ///< default: KILN_DIST_TIMEOUT seconds, else 300 s
 };
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -300,6 +301,35 @@ TEST_CASE("nccl faults: a rank that throws releases the others blocked in a coll
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
   INFO(error0);
   CHECK(error0.find("rank 1 failed: rank one gives up") != std::string::npos);
+}
+
+TEST_CASE("nccl with KILN_DIST_DEBUG=1: mismatched sizes are reported on every rank with each rank's values") {
+  if (!need_nccl() || !need_two_gpus()) return;
+  const char* saved = std::getenv("KILN_DIST_DEBUG");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  ::setenv("KILN_DIST_DEBUG", "1", 1);
+  std::vector<std::string> errors(2);
+  dist::run_local(
+      2, DeviceType::CUDA,
+      [&](int rank) {
+        Tensor t = random({rank == 0 ? 12 : 10}).to(Device::cuda(rank));
+        try {
+          dist::all_reduce(t);
+        } catch (const Error& e) {
+          errors[rank] = e.what();
+        }
+        Tensor same = random({4}).to(Device::cuda(rank));
+        dist::all_reduce(same);  // the group is still usable: nothing reached NCCL with bad sizes
+      },
+      milliseconds(60'000));
+  if (saved != nullptr)
+    ::setenv("KILN_DIST_DEBUG", saved_value.c_str(), 1);
+  else
+    ::unsetenv("KILN_DIST_DEBUG");
+  for (int r = 0; r < 2; ++r)
+    CHECK(errors[r] ==
+          "all_reduce: the ranks' tensor sizes differ (input elements per rank: [12, 10], output elements per rank: "
+          "[12, 10])");
 }
 
 #endif  // KILN_WITH_CUDA

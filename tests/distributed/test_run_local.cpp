@@ -183,3 +183,20 @@ TEST_CASE("init_process_group: the threads backend in a single process, then des
                        "init_process_group: the timeout must be positive, got -5 ms", Error);
   CHECK_FALSE(dist::is_initialized());
 }
+
+TEST_CASE("init_process_group: the nccl backend where it cannot run says why") {
+  REQUIRE_FALSE(dist::is_initialized());
+  const dist::InitOptions nccl{.backend = dist::Backend::NCCL, .timeout = milliseconds(1000)};
+  if (!dist::is_nccl_available()) {
+    CHECK_THROWS_WITH_AS(dist::init_process_group(nccl),
+                         "init_process_group: the nccl backend is not in this build (it needs a CUDA build that found NCCL)",
+                         Error);
+  } else if (!cuda::is_available()) {
+    CHECK_THROWS_WITH_AS(dist::init_process_group(nccl), "init_process_group: the nccl backend needs a GPU, but none is visible",
+                         Error);
+  } else {
+    MESSAGE("skipped: NCCL and a GPU are here (tests/cuda/test_distributed_nccl.cpp runs init_process_group on them)");
+    return;
+  }
+  CHECK_FALSE(dist::is_initialized());
+}
