@@ -135,7 +135,8 @@ void init_process_group(const InitOptions& options = {});
 /// True between init_process_group() and destroy_process_group() (or inside run_local()).
 bool is_initialized();
 
-/// Tears the default group down (waits for queued collectives, bounded by the timeout).
+/// Tears the default group down (waits for queued collectives, bounded by the timeout). Call
+/// it before main() returns: a group left to static destruction may outlive the CUDA runtime.
 void destroy_process_group();
 
 /// The default group: run_local()'s group in its threads, else the one init_process_group()
