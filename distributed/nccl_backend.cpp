@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../core/cuda_check.h"
+#include "../core/cuda_guard.h"
 #include "../core/error.h"
 #include "../core/stream.h"
 #include "../ops/factory.h"
@@ -67,6 +68,7 @@ class NcclWork final : public Work {
   }
   void wait() override {
     comm_->check_healthy(pending_->name);
+    cuda::DeviceGuard guard(comm_->device().index());  // stream 0 means the current device's
     const Stream stream = cuda::current_stream(comm_->device());
     CUDA_CHECK(cudaStreamWaitEvent(as_cuda(stream), static_cast<cudaEvent_t>(pending_->event), 0));
   }
