@@ -6,6 +6,7 @@
 //
 //   torchrun --nproc-per-node 2 --no-python build/tests/dist_check --max-bytes 1073741824
 //   torchrun --nproc-per-node 2 --no-python build/tests/dist_check --fault never-join --timeout 20
+//   build/tests/dist_check --local all --device cuda   # one thread per visible GPU
 //   build/tests/dist_check --local 2 --device cpu
 //
 // Data: rank r's input repeats a row of 1021 random integers in [-30, 30) drawn from seed
@@ -15,6 +16,7 @@
 // "dist_check: PASS" (rank 0) and exits 0 when every check held.
 #include <kiln/kiln.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -58,8 +60,9 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--local") {
-      o.local = std::atoi(value().c_str());
-      if (o.local < 1) usage("--local must be at least 1");
+      const std::string v = value();
+      o.local = v == "all" ? -1 : std::atoi(v.c_str());
+      if (o.local == 0 || o.local < -1) usage("--local must be at least 1, or all (every visible GPU)");
     } else if (a == "--device") {
       const std::string d = value();
       if (d != "cpu" && d != "cuda") usage("--device must be cpu or cuda, got \"" + d + "\"");
@@ -79,6 +82,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (!o.device_given) o.device = cuda::is_available() ? Device::cuda(0) : Device::cpu();
+  if (o.local == -1) o.local = o.device.is_cuda() ? std::max(cuda::device_count(), 1) : 2;
   if (o.fault == "die" && o.local > 0) usage("--fault die needs one process per rank (a launcher), not --local");
   return o;
 }
@@ -217,6 +221,10 @@ bool check_fault(const Options& o, int rank, int world) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.device.is_cuda() && (!cuda::is_available() || !dist::is_nccl_available())) {
+    std::printf("dist_check: skipped: --device cuda needs a visible GPU and a build with NCCL\n");
+    return 77;
+  }
   std::optional<std::chrono::milliseconds> timeout;
   if (o.timeout_s > 0) timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   try {
