@@ -18,3 +18,4 @@
 #include "optim/optim.h"
 #include "profiler/profiler_api.h"
 #include "graph/graph_api.h"
+#include "distributed/process_group.h"

@@ -66,6 +66,11 @@ using WorkHandle = std::shared_ptr<Work>;
 /// and dtypes. Tensors must be contiguous (non-contiguous input: kiln::Error naming the op; the
 /// caller decides whether to copy), on the group's device type, and the same dtype where two
 /// are passed. In-place: `tensor` is overwritten with the result.
+///
+/// Every dtype is accepted. Integers wrap on overflow. Bool (NCCL: uint8) reduces as PyTorch's
+/// NCCL backend does: Sum and Max are logical OR, Min logical AND; Avg needs a floating dtype.
+/// Sums run in the ranks' order, so every rank gets the same bits (Threads: 0, 1, 2, ... with
+/// 16-bit floats accumulated in float; NCCL: its own fixed order for a fixed world size).
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -77,6 +82,8 @@ class ProcessGroup {
   virtual Backend backend() const = 0;
   /// The bound on every wait of this group.
   virtual std::chrono::milliseconds timeout() const = 0;
+  /// Where this rank's tensors live: cpu for Threads, cuda:k for NCCL.
+  virtual Device device() const = 0;
 
   /// Combines `tensor` across ranks in place.
   virtual WorkHandle all_reduce(Tensor& tensor, ReduceOp op) = 0;
@@ -112,6 +119,13 @@ struct LaunchEnv {
 
 /// Parses the launcher environment; throws kiln::Error naming the variable on a malformed value.
 LaunchEnv read_launch_env();
+
+/// KILN_DIST_TIMEOUT (seconds, a positive number; fractions allowed) or 300 s when unset;
+/// throws kiln::Error naming the variable on a malformed value.
+std::chrono::milliseconds timeout_from_env();
+
+/// True when this build contains the NCCL backend (a CUDA build that found NCCL).
+bool is_nccl_available();
 
 /// Builds the default group from the launcher environment: picks cuda:local_rank as the
 /// current device and creates the NCCL communicator (bootstrap through NCCL_COMM_ID =
