@@ -409,6 +409,15 @@ TEST_CASE("DDP construction errors name the problem and its values") {
   CHECK_THROWS_WITH_AS(distributed::run_local(
                            1, DeviceType::CPU, [&](int) { DistributedDataParallel ddp(model, {.first_bucket_cap_mb = -2}); }),
                        doctest::Contains("first_bucket_cap_mb must be a positive number of MiB, got -2"), Error);
+  CHECK_THROWS_WITH_AS(distributed::run_local(
+                           1, DeviceType::CPU, [&](int) { DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e20}); }),
+                       doctest::Contains("bucket_cap_mb must be a positive number of MiB, got 1e+20"), Error);
+  // A cap that rounds down to no bytes at all.
+  CHECK_THROWS_WITH_AS(distributed::run_local(
+                           1, DeviceType::CPU, [&](int) { DistributedDataParallel ddp(model, {.bucket_cap_mb = 1e-9}); }),
+                       doctest::Contains("DistributedDataParallel: bucket caps must be positive, got bucket_cap 0 bytes "
+                                         "and first_bucket_cap 1048576 bytes"),
+                       Error);
   // Rank 1 wraps a different model: every rank learns before any gradient is reduced.
   const std::vector<std::shared_ptr<nn::MLP>> models = {model, other};
   CHECK_THROWS_WITH_AS(distributed::run_local(2, DeviceType::CPU, [&](int rank) { DistributedDataParallel ddp(models[rank]); }),
