@@ -9,6 +9,7 @@
 
 #include "../ops/grad_mode.h"
 #include "../ops/ops.h"
+#include "../profiler/record_function.h"
 
 namespace kiln::distributed {
 
@@ -93,6 +94,7 @@ void DistributedDataParallel::broadcast_from_rank0(const std::vector<std::pair<s
 }
 
 Tensor DistributedDataParallel::forward(const Tensor& x) {
+  profiler::RecordFunction scope("DistributedDataParallel.forward");  // PyTorch's row name
   if (options_.broadcast_buffers && group_->size() > 1) {
     const auto buffers = module_->named_buffers();
     if (!buffers.empty()) broadcast_from_rank0(buffers);
