@@ -42,6 +42,7 @@ class [[nodiscard]] NoSyncGuard {
  public:
   /// Turns synchronisation off on `ddp` until the guard ends.
   explicit NoSyncGuard(DistributedDataParallel& ddp);
+  /// Restores the synchronisation setting the guard found.
   ~NoSyncGuard();
   NoSyncGuard(const NoSyncGuard&) = delete;
   NoSyncGuard& operator=(const NoSyncGuard&) = delete;
@@ -56,6 +57,7 @@ class DistributedDataParallel : public nn::Module {
  public:
   /// Wraps `module` (already on its device) for data-parallel training over the group.
   explicit DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options = {});
+  /// Removes the gradient hooks from the wrapped module's parameters (the module lives on).
   ~DistributedDataParallel() override;
   DistributedDataParallel(DistributedDataParallel&&) = default;
   DistributedDataParallel& operator=(DistributedDataParallel&&) = delete;

@@ -66,6 +66,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   /// A Reducer over the named parameters (those that require grad) reducing over `group`.
   static std::shared_ptr<Reducer> create(std::vector<std::pair<std::string, Tensor>> named_params,
                                          ProcessGroup& group, ReducerOptions options);
+  /// Removes the hooks from the parameters.
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
