@@ -1,6 +1,13 @@
 // The local argument checks shared by the backends (collective_checks.h says why here).
 #include "collective_checks.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
 #include "../core/error.h"
 
 namespace kiln::distributed::detail {
@@ -20,6 +27,13 @@ void check_same_dtype(const char* collective, const Tensor& output, const Tensor
 }
 
 }  // namespace
+
+bool cross_rank_checks_from_env() {
+  const char* v = std::getenv("KILN_DIST_DEBUG");
+  if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "0") return false;
+  KILN_CHECK(std::string_view(v) == "1", "KILN_DIST_DEBUG: expected 0 or 1, got \"{}\"", v);
+  return true;
+}
 
 void check_tensor(const char* collective, const char* what, const Tensor& t, const ProcessGroup& group) {
   KILN_CHECK(t.defined(), "{}: {} is an undefined tensor", collective, what);
@@ -67,6 +81,30 @@ void check_reduce_scatter(const ProcessGroup& group, const Tensor& output, const
   const int64_t want = checked_mul("reduce_scatter", group.size(), output.numel());
   KILN_CHECK(input.numel() == want, "reduce_scatter: input has {} elements but {} ranks x {} output elements = {}",
              input.numel(), group.size(), output.numel(), want);
+}
+
+void check_same_call(const char* collective, const std::vector<CallSummary>& calls) {
+  auto differ = [&](auto field) {
+    return std::any_of(calls.begin(), calls.end(), [&](const CallSummary& c) { return field(c) != field(calls[0]); });
+  };
+  auto each = [&](auto field) {
+    std::vector<std::string> v;
+    for (const CallSummary& c : calls) v.push_back(fmt::format("{}", field(c)));
+    return fmt::format("[{}]", fmt::join(v, ", "));
+  };
+  auto name = [](const CallSummary& c) { return std::string_view(c.collective); };
+  KILN_CHECK(!differ(name), "{}: the ranks called different collectives (per rank: {})", collective, each(name));
+  auto dtype = [](const CallSummary& c) { return c.dtype; };
+  KILN_CHECK(!differ(dtype), "{}: the ranks' dtypes differ (per rank: {})", collective, each(dtype));
+  auto in = [](const CallSummary& c) { return c.input_numel; };
+  auto out = [](const CallSummary& c) { return c.output_numel; };
+  KILN_CHECK(!differ(in) && !differ(out),
+             "{}: the ranks' tensor sizes differ (input elements per rank: {}, output elements per rank: {})",
+             collective, each(in), each(out));
+  auto op = [](const CallSummary& c) { return std::string_view(to_string(c.op)); };
+  KILN_CHECK(!differ(op), "{}: the ranks' reduce ops differ (per rank: {})", collective, each(op));
+  auto src = [](const CallSummary& c) { return c.src; };
+  KILN_CHECK(!differ(src), "{}: the ranks' src differ (per rank: {})", collective, each(src));
 }
 
 }  // namespace kiln::distributed::detail

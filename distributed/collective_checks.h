@@ -5,10 +5,32 @@
 // cannot without an extra round trip, and relies on the timeout).
 #pragma once
 
+#include <vector>
+
 #include "../tensor/tensor.h"
 #include "process_group.h"
 
 namespace kiln::distributed::detail {
+
+/// One rank's call of a collective, as the ranks compare them.
+struct CallSummary {
+  const char* collective = "";  ///< "all_reduce", ...
+  DType dtype = DType::Float32;
+  int64_t input_numel = 0;
+  int64_t output_numel = 0;
+  ReduceOp op = ReduceOp::Sum;
+  int src = -1;  ///< broadcast's root
+};
+
+/// Throws "<collective>: the ranks' ... differ (per rank: [...])" unless every rank's call
+/// (in rank order) is the same; every rank that sees the same list throws the same message.
+void check_same_call(const char* collective, const std::vector<CallSummary>& calls);
+
+/// KILN_DIST_DEBUG: "1" makes the NCCL backend compare every call across ranks before it
+/// runs (one extra small all_gather and a host wait per collective), so mismatched sizes are
+/// reported with each rank's values instead of ending in a timeout; unset or "0": off.
+/// Throws kiln::Error naming the variable on any other value.
+bool cross_rank_checks_from_env();
 
 /// Throws unless `t` is defined, contiguous and on `group`'s device.
 void check_tensor(const char* collective, const char* what, const Tensor& t, const ProcessGroup& group);

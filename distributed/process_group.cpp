@@ -70,7 +70,7 @@ void init_process_group(const InitOptions& options) {
   KILN_CHECK(g_group == nullptr, "init_process_group: already initialised (rank {} of {}); call destroy_process_group() first",
              g_group->rank(), g_group->size());
   const LaunchEnv env = read_launch_env();
-  const Backend backend = options.backend.value_or(cuda::is_available() ? Backend::NCCL : Backend::Threads);
+  const Backend backend = options.backend.value_or(cuda::is_available() && is_nccl_available() ? Backend::NCCL : Backend::Threads);
   const std::chrono::milliseconds timeout = options.timeout.has_value() ? *options.timeout : timeout_from_env();
   KILN_CHECK(timeout.count() > 0, "init_process_group: the timeout must be positive, got {} ms", timeout.count());
   if (backend == Backend::Threads) {

@@ -101,7 +101,7 @@ class ProcessGroup {
 
 /// Options of init_process_group(). Unset fields come from the environment.
 struct InitOptions {
-  std::optional<Backend> backend;               ///< default: NCCL when CUDA is available, else Threads (size 1 only)
+  std::optional<Backend> backend;  ///< default: NCCL when a GPU is visible and NCCL is built, else Threads (size 1 only)
   std::optional<std::chrono::milliseconds> timeout;  ///< default: KILN_DIST_TIMEOUT seconds, else 300 s
 };
 
@@ -135,7 +135,8 @@ void init_process_group(const InitOptions& options = {});
 /// True between init_process_group() and destroy_process_group() (or inside run_local()).
 bool is_initialized();
 
-/// Tears the default group down (waits for queued collectives, bounded by the timeout).
+/// Tears the default group down (waits for queued collectives, bounded by the timeout). Call
+/// it before main() returns: a group left to static destruction may outlive the CUDA runtime.
 void destroy_process_group();
 
 /// The default group: run_local()'s group in its threads, else the one init_process_group()

@@ -20,21 +20,16 @@
 #include <string>
 #include <vector>
 
-#include "../tensor/dtype.h"
+#include "collective_checks.h"
 #include "process_group.h"
 
 namespace kiln::distributed::detail {
 
 /// What one rank brings to a meeting.
 struct Post {
-  const char* collective = "";  ///< "all_reduce", ... ("" at the second meeting)
-  void* data = nullptr;         ///< this rank's input (broadcast: the tensor)
-  int64_t input_numel = 0;
-  int64_t output_numel = 0;
-  DType dtype = DType::Float32;
-  ReduceOp op = ReduceOp::Sum;
-  int src = -1;       ///< broadcast's root
-  std::string error;  ///< a local argument error of this rank, reported to every rank
+  CallSummary call;      ///< the call (collective "" at the second meeting)
+  void* data = nullptr;  ///< this rank's input (broadcast: the tensor)
+  std::string error;     ///< a local argument error of this rank, reported to every rank
 };
 
 /// The meeting point of one Threads group's ranks.

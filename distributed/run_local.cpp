@@ -2,77 +2,20 @@
 // thread's default group: Threads over shared memory for CPU, NCCL over cuda:0..n-1 for CUDA.
 // A rank that throws breaks the group (the others fail at their next meeting instead of at
 // the timeout) and its exception, the first one thrown, is what run_local rethrows.
-#include <exception>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include <memory>
+#include <string>
 
 #include "../core/device.h"
 #include "../core/error.h"
 #include "default_group.h"
 #include "process_group.h"
+#include "rank_threads.h"
 #include "threads_backend.h"
 #ifdef KILN_WITH_NCCL
 #include "nccl_backend.h"
 #endif
 
 namespace kiln::distributed {
-
-namespace {
-
-// The first exception any rank threw, and a way for each rank to report one.
-class FirstFailure {
- public:
-  // Keeps `e` if it is the first; returns true if it was.
-  bool report(std::exception_ptr e) {
-    std::lock_guard lock(mutex_);
-    if (first_) return false;
-    first_ = std::move(e);
-    return true;
-  }
-  void rethrow() const {
-    if (first_) std::rethrow_exception(first_);
-  }
-
- private:
-  std::mutex mutex_;
-  std::exception_ptr first_;
-};
-
-std::string what(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "an exception that is not a std::exception";
-  }
-}
-
-void run_threads(int world_size, std::chrono::milliseconds timeout, const std::function<void(int)>& fn) {
-  auto rendezvous = std::make_shared<detail::Rendezvous>(world_size, timeout);
-  FirstFailure failure;
-  std::vector<std::thread> threads;
-  threads.reserve(world_size);
-  for (int rank = 0; rank < world_size; ++rank) {
-    threads.emplace_back([&, rank] {
-      detail::ThreadsGroup group(rank, rendezvous);
-      detail::ThreadGroupGuard guard(&group);
-      try {
-        fn(rank);
-      } catch (...) {
-        std::exception_ptr e = std::current_exception();
-        failure.report(e);
-        rendezvous->abort(fmt::format("rank {} failed: {}", rank, what(e)));
-      }
-      rendezvous->leave(rank);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  failure.rethrow();
-}
-
-}  // namespace
 
 void run_local(int world_size, DeviceType device_type, const std::function<void(int rank)>& fn,
                std::optional<std::chrono::milliseconds> timeout) {
@@ -83,7 +26,12 @@ void run_local(int world_size, DeviceType device_type, const std::function<void(
   const std::chrono::milliseconds limit = timeout.has_value() ? *timeout : timeout_from_env();
   KILN_CHECK(limit.count() > 0, "run_local: the timeout must be positive, got {} ms", limit.count());
   if (device_type == DeviceType::CPU) {
-    run_threads(world_size, limit, fn);
+    auto rendezvous = std::make_shared<detail::Rendezvous>(world_size, limit);
+    detail::RankHooks hooks;
+    hooks.make_group = [&](int rank) { return std::make_unique<detail::ThreadsGroup>(rank, rendezvous); };
+    hooks.abort = [&](const std::string& reason) { rendezvous->abort(reason); };
+    hooks.leave = [&](int rank) { rendezvous->leave(rank); };
+    detail::run_rank_threads(world_size, hooks, fn);
     return;
   }
 #ifdef KILN_WITH_NCCL

@@ -40,32 +40,14 @@ WorkHandle done() { return std::make_shared<DoneWork>(); }
 
 using Posts = std::shared_ptr<const std::vector<Post>>;
 
-// Throws (on every rank alike) unless all ranks made the same call.
+// Throws (on every rank alike) unless all ranks passed their checks and made the same call.
 void check_agreement(const char* collective, const std::vector<Post>& posts) {
-  const int n = static_cast<int>(posts.size());
-  for (int r = 0; r < n; ++r)
+  std::vector<CallSummary> calls;
+  for (size_t r = 0; r < posts.size(); ++r) {
     KILN_CHECK(posts[r].error.empty(), "{}: rank {} failed its argument checks: {}", collective, r, posts[r].error);
-  auto differ = [&](auto field) {
-    return std::any_of(posts.begin(), posts.end(), [&](const Post& p) { return field(p) != field(posts[0]); });
-  };
-  auto each = [&](auto field) {
-    std::vector<std::string> v;
-    for (const Post& p : posts) v.push_back(fmt::format("{}", field(p)));
-    return fmt::format("[{}]", fmt::join(v, ", "));
-  };
-  auto name = [](const Post& p) { return std::string_view(p.collective); };
-  KILN_CHECK(!differ(name), "{}: the ranks called different collectives (per rank: {})", collective, each(name));
-  auto dtype = [](const Post& p) { return p.dtype; };
-  KILN_CHECK(!differ(dtype), "{}: the ranks' dtypes differ (per rank: {})", collective, each(dtype));
-  auto in = [](const Post& p) { return p.input_numel; };
-  auto out = [](const Post& p) { return p.output_numel; };
-  KILN_CHECK(!differ(in) && !differ(out),
-             "{}: the ranks' tensor sizes differ (input elements per rank: {}, output elements per rank: {})",
-             collective, each(in), each(out));
-  auto op = [](const Post& p) { return std::string_view(to_string(p.op)); };
-  KILN_CHECK(!differ(op), "{}: the ranks' reduce ops differ (per rank: {})", collective, each(op));
-  auto src = [](const Post& p) { return p.src; };
-  KILN_CHECK(!differ(src), "{}: the ranks' src differ (per rank: {})", collective, each(src));
+    calls.push_back(posts[r].call);
+  }
+  check_same_call(collective, calls);
 }
 
 // Runs `check` and `fill` (which describes this rank's call in a Post), exchanges posts and
@@ -73,7 +55,7 @@ void check_agreement(const char* collective, const std::vector<Post>& posts) {
 template <typename Check, typename Fill>
 Posts start(Rendezvous& rv, int rank, const char* collective, Check&& check, Fill&& fill) {
   Post post;
-  post.collective = collective;
+  post.call.collective = collective;
   std::exception_ptr local;
   try {
     check();
@@ -189,9 +171,9 @@ WorkHandle ThreadsGroup::all_reduce(Tensor& tensor, ReduceOp op) {
       *rendezvous_, rank_, "all_reduce", [&] { check_all_reduce(*this, tensor, op); },
       [&](Post& p) {
         p.data = tensor.data_ptr();
-        p.input_numel = p.output_numel = tensor.numel();
-        p.dtype = tensor.dtype();
-        p.op = op;
+        p.call.input_numel = p.call.output_numel = tensor.numel();
+        p.call.dtype = tensor.dtype();
+        p.call.op = op;
       });
   finish(*rendezvous_, rank_, "all_reduce", [&] {
     return reduce_later(*posts, 0, tensor.numel(), tensor.dtype(), op, tensor.data_ptr(), "all_reduce");
@@ -205,9 +187,9 @@ WorkHandle ThreadsGroup::broadcast(Tensor& tensor, int src) {
       *rendezvous_, rank_, "broadcast", [&] { check_broadcast(*this, tensor, src); },
       [&](Post& p) {
         p.data = tensor.data_ptr();
-        p.input_numel = p.output_numel = tensor.numel();
-        p.dtype = tensor.dtype();
-        p.src = src;
+        p.call.input_numel = p.call.output_numel = tensor.numel();
+        p.call.dtype = tensor.dtype();
+        p.call.src = src;
       });
   // The root's tensor is only read, so the others copy straight into theirs.
   finish(*rendezvous_, rank_, "broadcast", [&]() -> std::function<void()> {
@@ -223,9 +205,9 @@ WorkHandle ThreadsGroup::all_gather(Tensor& output, const Tensor& input) {
       *rendezvous_, rank_, "all_gather", [&] { check_all_gather(*this, output, input); },
       [&](Post& p) {
         p.data = input.data_ptr();
-        p.input_numel = input.numel();
-        p.output_numel = output.numel();
-        p.dtype = input.dtype();
+        p.call.input_numel = input.numel();
+        p.call.output_numel = output.numel();
+        p.call.dtype = input.dtype();
       });
   finish(*rendezvous_, rank_, "all_gather", [&] {
     const size_t block = input.nbytes();
@@ -246,10 +228,10 @@ WorkHandle ThreadsGroup::reduce_scatter(Tensor& output, const Tensor& input, Red
       *rendezvous_, rank_, "reduce_scatter", [&] { check_reduce_scatter(*this, output, input, op); },
       [&](Post& p) {
         p.data = input.data_ptr();
-        p.input_numel = input.numel();
-        p.output_numel = output.numel();
-        p.dtype = input.dtype();
-        p.op = op;
+        p.call.input_numel = input.numel();
+        p.call.output_numel = output.numel();
+        p.call.dtype = input.dtype();
+        p.call.op = op;
       });
   finish(*rendezvous_, rank_, "reduce_scatter", [&] {
     const int64_t n = output.numel();

@@ -18,16 +18,26 @@ class ThreadsGroup final : public ProcessGroup {
   /// Rank `rank` of the group that meets at `rendezvous`.
   ThreadsGroup(int rank, std::shared_ptr<Rendezvous> rendezvous);
 
+  /// This thread's rank.
   int rank() const override { return rank_; }
+  /// Number of ranks (threads).
   int size() const override { return rendezvous_->size(); }
+  /// Backend::Threads.
   Backend backend() const override { return Backend::Threads; }
+  /// The bound on every meeting.
   std::chrono::milliseconds timeout() const override { return rendezvous_->timeout(); }
+  /// The CPU.
   Device device() const override { return Device::cpu(); }
 
+  /// ProcessGroup::all_reduce, done on return.
   WorkHandle all_reduce(Tensor& tensor, ReduceOp op) override;
+  /// ProcessGroup::broadcast, done on return.
   WorkHandle broadcast(Tensor& tensor, int src) override;
+  /// ProcessGroup::all_gather, done on return.
   WorkHandle all_gather(Tensor& output, const Tensor& input) override;
+  /// ProcessGroup::reduce_scatter, done on return.
   WorkHandle reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override;
+  /// ProcessGroup::barrier.
   void barrier() override;
 
   /// The meeting point this rank shares with the others.

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/collective_checks.h"
 #include "testing.h"
 
 using namespace kiln;
@@ -16,7 +17,7 @@ namespace {
 const std::vector<const char*> kVariables = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_NODELIST",
-    "SLURM_JOB_NODELIST", "KILN_DIST_TIMEOUT"};
+    "SLURM_JOB_NODELIST", "KILN_DIST_TIMEOUT", "KILN_DIST_DEBUG"};
 
 // Clears the launcher variables for the scope and restores them after.
 class CleanEnv {
@@ -186,4 +187,16 @@ TEST_CASE("timeout_from_env: KILN_DIST_TIMEOUT in seconds, 300 s by default") {
   env.set("KILN_DIST_TIMEOUT", "soon");
   CHECK_THROWS_WITH_AS(dist::run_local(1, DeviceType::CPU, [](int) {}), doctest::Contains("KILN_DIST_TIMEOUT: expected"),
                        Error);
+}
+
+TEST_CASE("KILN_DIST_DEBUG: 1 turns the NCCL backend's cross-rank call check on, 0 or unset off") {
+  CleanEnv env;
+  using kiln::distributed::detail::cross_rank_checks_from_env;
+  CHECK_FALSE(cross_rank_checks_from_env());
+  env.set("KILN_DIST_DEBUG", "0");
+  CHECK_FALSE(cross_rank_checks_from_env());
+  env.set("KILN_DIST_DEBUG", "1");
+  CHECK(cross_rank_checks_from_env());
+  env.set("KILN_DIST_DEBUG", "yes");
+  CHECK_THROWS_WITH_AS(cross_rank_checks_from_env(), "KILN_DIST_DEBUG: expected 0 or 1, got \"yes\"", Error);
 }

@@ -11,71 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "distributed/collective_reference.h"
 #include "testing.h"
 
 using namespace kiln;
 using namespace kiln::testing;
 namespace dist = kiln::distributed;
+using namespace kiln::testing::collective;
 
 namespace {
-
-const std::vector<DType> kAllTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kBool};
-const std::vector<int64_t> kSizes = {1, 7, 3000};  // 3000 spans three of the backend's 1024-element blocks
-const std::vector<dist::ReduceOp> kOps = {dist::ReduceOp::Sum, dist::ReduceOp::Avg, dist::ReduceOp::Max,
-                                          dist::ReduceOp::Min};
-
-bool applies(dist::ReduceOp op, DType dtype) { return op != dist::ReduceOp::Avg || is_floating(dtype); }
-
-// Random inputs per rank: integers over a wide range, floats in [-2, 2), bools half true.
-std::vector<Tensor> inputs(int world, int64_t numel, DType dtype) {
-  std::vector<Tensor> v;
-  for (int r = 0; r < world; ++r)
-    v.push_back(is_integral(dtype) ? random({numel}, dtype, -1000, 1000) : random({numel}, dtype));
-  return v;
-}
-
-// float64 reference of reducing element i over ranks. Bool: sum/max = or, min = and.
-double reference_reduce(const std::vector<std::vector<double>>& in, size_t i, dist::ReduceOp op) {
-  double acc = in[0][i];
-  for (size_t r = 1; r < in.size(); ++r) {
-    switch (op) {
-      case dist::ReduceOp::Sum:
-      case dist::ReduceOp::Avg: acc += in[r][i]; break;
-      case dist::ReduceOp::Max: acc = std::max(acc, in[r][i]); break;
-      case dist::ReduceOp::Min: acc = std::min(acc, in[r][i]); break;
-    }
-  }
-  if (op == dist::ReduceOp::Avg) acc /= static_cast<double>(in.size());
-  return acc;
-}
-
-std::vector<std::vector<double>> values_of(const std::vector<Tensor>& ts) {
-  std::vector<std::vector<double>> v;
-  for (const Tensor& t : ts) v.push_back(values(t));
-  return v;
-}
-
-// The reference rounded to `dtype` where one rounding is what the backend does (16-bit floats
-// are accumulated in float and rounded once), clamped to or/and for bool.
-std::vector<double> expected_reduce(const std::vector<std::vector<double>>& in, int64_t offset, int64_t n,
-                                    dist::ReduceOp op, DType dtype) {
-  std::vector<double> e(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    double v = reference_reduce(in, static_cast<size_t>(offset + i), op);
-    if (dtype == kBool) v = v != 0 ? 1 : 0;
-    e[static_cast<size_t>(i)] = v;
-  }
-  return e;
-}
-
-// Every rank's result must be bitwise the same as rank 0's.
-void check_same_bits(const std::vector<Tensor>& results, const std::string& what) {
-  INFO(what);
-  for (size_t r = 1; r < results.size(); ++r) {
-    REQUIRE(results[r].nbytes() == results[0].nbytes());
-    CHECK(std::memcmp(results[r].data_ptr(), results[0].data_ptr(), results[0].nbytes()) == 0);
-  }
-}
 
 std::string label(const char* c, int world, DType dtype, int64_t n, const char* op = "") {
   return fmt::format("{} world {} {} numel {} {}", c, world, dtype, n, op);
