@@ -359,11 +359,20 @@ int main(int argc, char** argv) {
       distributed::InitOptions init;
       init.backend = use_cuda ? distributed::Backend::NCCL : distributed::Backend::Threads;
       distributed::init_process_group(init);
+      // The group ends before main returns, also when training throws (process_group.h).
+      struct EndGroup {
+        ~EndGroup() {
+          try {
+            distributed::destroy_process_group();
+          } catch (const std::exception& e) {
+            std::cerr << "train_fashion_mnist: " << e.what() << "\n";
+          }
+        }
+      } end_group;
       const Device device = use_cuda ? Device::cuda(env.local_rank) : Device::cpu();
       const int code = train(args, data, device, {distributed::get_rank(), distributed::get_world_size(), true},
                              make_model(args.seed));
       distributed::barrier();  // rank 0 evaluates and saves while the others wait
-      distributed::destroy_process_group();
       return code;
     }
     if (args.ddp_local > 0) {
