@@ -19,3 +19,4 @@
 #include "profiler/profiler_api.h"
 #include "graph/graph_api.h"
 #include "distributed/process_group.h"
+#include "distributed/ddp.h"

@@ -1,10 +1,13 @@
 // The engine of engine.h, and the Tensor methods that reach it (backward, retain_grad,
-// register_hook). Backward nodes run under a profiler scope named as PyTorch's
-// ("autograd::engine::evaluate_function: AddmmBackward0"), so their ops nest under it.
+// register_hook, register_post_accumulate_grad_hook). Backward nodes run under a profiler
+// scope named as PyTorch's ("autograd::engine::evaluate_function: AddmmBackward0"), so their
+// ops nest under it.
 #include "engine.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -56,10 +59,35 @@ std::vector<Tensor> root_gradients(const std::vector<Tensor>& outputs, const std
   return grads;
 }
 
+// The callbacks queued (queue_callback) during the backward pass running on this thread;
+// null outside one. A pass started inside a hook (a nested backward) has its own queue.
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
+class CallbackQueue {
+ public:
+  CallbackQueue() : previous_(t_callbacks) { t_callbacks = &queue_; }
+  ~CallbackQueue() { t_callbacks = previous_; }
+  CallbackQueue(const CallbackQueue&) = delete;
+  CallbackQueue& operator=(const CallbackQueue&) = delete;
+  // Runs the callbacks in order, those they queue included.
+  void drain() {
+    for (size_t i = 0; i < queue_.size(); ++i) {
+      std::function<void()> callback = std::move(queue_[i]);
+      callback();
+    }
+    queue_.clear();
+  }
+
+ private:
+  std::vector<std::function<void()>> queue_;
+  std::vector<std::function<void()>>* previous_;
+};
+
 void run(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs, bool retain_graph,
          bool create_graph, std::vector<Capture>* captures, const char* who) {
   std::vector<Tensor> root_grads = root_gradients(outputs, grad_outputs, who);
   AutoGradMode mode(create_graph);
+  CallbackQueue callbacks;
 
   // Dependencies: how many edges from reachable nodes point at each node.
   std::vector<Edge> roots;
@@ -124,6 +152,7 @@ void run(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_out
   }
   if (!retain_graph)
     for (Node* n : ran) n->release_variables();
+  callbacks.drain();
 }
 
 }  // namespace
@@ -157,6 +186,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return result;
 }
 
+void queue_callback(std::function<void()> callback) {
+  KILN_CHECK(t_callbacks != nullptr, "queue_callback: no backward pass is running on this thread");
+  KILN_CHECK(callback != nullptr, "queue_callback: the callback is empty");
+  t_callbacks->push_back(std::move(callback));
+}
+
 }  // namespace kiln::autograd
 
 namespace kiln {
@@ -186,6 +221,31 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   AutogradMeta& meta = unsafe_impl()->ensure_autograd_meta();
   if (meta.grad_fn) meta.grad_fn->add_pre_hook(meta.output_nr, std::move(hook));
   else meta.hooks.push_back(std::move(hook));
+}
+
+namespace {
+std::atomic<uint64_t> g_next_hook_key{1};
+}  // namespace
+
+uint64_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  KILN_CHECK(defined(), "register_post_accumulate_grad_hook: the tensor is undefined");
+  KILN_CHECK(requires_grad(),
+             "register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't require gradient");
+  KILN_CHECK(is_leaf(), "register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered on "
+             "non-leaf tensors (grad_fn {})", grad_fn()->name());
+  KILN_CHECK(hook != nullptr, "register_post_accumulate_grad_hook: the hook is empty");
+  const uint64_t key = g_next_hook_key.fetch_add(1, std::memory_order_relaxed);
+  unsafe_impl()->ensure_autograd_meta().post_accumulate_grad_hooks.emplace_back(key, std::move(hook));
+  return key;
+}
+
+bool Tensor::remove_post_accumulate_grad_hook(uint64_t key) const {
+  if (!defined() || unsafe_impl()->autograd_meta() == nullptr) return false;
+  auto& hooks = unsafe_impl()->autograd_meta()->post_accumulate_grad_hooks;
+  const auto it = std::find_if(hooks.begin(), hooks.end(), [key](const auto& h) { return h.first == key; });
+  if (it == hooks.end()) return false;
+  hooks.erase(it);
+  return true;
 }
 
 }  // namespace kiln

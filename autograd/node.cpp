@@ -1,7 +1,7 @@
 // Backward nodes: OpNode runs an op record's backward formula on the gradients it receives,
 // checks the saved tensors' versions first, and conforms each input's gradient to that
 // input (sums a broadcast gradient down, converts dtype and device back); AccumulateGrad
-// adds gradients into a leaf's .grad().
+// adds gradients into a leaf's .grad() and then runs the leaf's post-accumulate-grad hooks.
 #include "node.h"
 
 #include <atomic>
@@ -199,6 +199,12 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor> grads) {
     }
   } else {
     meta.grad = add(meta.grad, g);
+  }
+  // Post-accumulate hooks see the leaf with its new .grad(). A copy of the list, so that a
+  // hook may remove itself (or register another) while they run.
+  if (!meta.post_accumulate_grad_hooks.empty()) {
+    const auto hooks = meta.post_accumulate_grad_hooks;
+    for (const auto& [key, hook] : hooks) hook(leaf);
   }
   return {};
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tensor.h"
@@ -23,6 +24,9 @@ class Node;
 /// A hook on a tensor's gradient: returns a replacement, or an undefined tensor to keep it.
 using TensorHook = std::function<Tensor(const Tensor& grad)>;
 
+/// A hook run on a leaf after its .grad() was accumulated; it receives the leaf itself.
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
+
 /// Per-tensor autograd state; see the file comment.
 struct AutogradMeta {
   Tensor grad;                               ///< accumulated gradient (leaves, or retain_grad())
@@ -31,6 +35,8 @@ struct AutogradMeta {
   bool requires_grad = false;                ///< the leaf flag set by requires_grad_()
   bool retains_grad = false;                 ///< a non-leaf whose .grad() is kept (retain_grad())
   std::vector<TensorHook> hooks;             ///< register_hook(), run in order on the gradient
+  /// register_post_accumulate_grad_hook(), by key, run in registration order after accumulation
+  std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_grad_hooks;
   std::weak_ptr<autograd::Node> grad_accumulator;  ///< a leaf's accumulation node, while a graph uses it
   bool is_view = false;                      ///< made by a view op from a tensor that requires grad
   uint32_t view_version = 0;                 ///< its storage's version when the view was made

@@ -116,6 +116,12 @@ class Tensor {
   /// Runs `hook` on this tensor's gradient during backward; a defined result replaces the
   /// gradient (defined in autograd/).
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /// Runs `hook(*this)` right after a backward pass accumulated into this leaf's .grad(), in
+  /// the order gradients become ready (PyTorch's register_post_accumulate_grad_hook); returns
+  /// a key for remove_post_accumulate_grad_hook (defined in autograd/).
+  uint64_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  /// Removes the post-accumulate-grad hook registered under `key`; false when there is none.
+  bool remove_post_accumulate_grad_hook(uint64_t key) const;
   /// Backpropagates from this tensor: a scalar, or any shape with `gradient` of that shape
   /// (defined in autograd/engine.cpp).
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
