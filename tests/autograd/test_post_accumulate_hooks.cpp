@@ -37,9 +37,10 @@ TEST_CASE("post-accumulate hooks run once per leaf, after .grad() is written, la
   const std::vector<std::pair<std::string, Tensor>> params = {
       {"w1", net.w1}, {"b1", net.b1}, {"w2", net.w2}, {"b2", net.b2}};
   for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor p = params[i].second;
-    p.register_post_accumulate_grad_hook([&, i, p](const Tensor& param) {
-      CHECK(param.is_same(p));  // the hook receives the leaf itself
+    const Tensor& p = params[i].second;
+    // (Not a copy of p: a hook stored in p that holds p would keep it alive forever.)
+    p.register_post_accumulate_grad_hook([&, i, impl = p.unsafe_impl()](const Tensor& param) {
+      CHECK(param.unsafe_impl() == impl);  // the hook receives the leaf itself
       order.push_back(params[i].first);
       seen[i] = param.grad().clone();  // .grad() is already written when the hook runs
     });
