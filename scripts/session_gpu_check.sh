@@ -22,17 +22,60 @@ if [ -e .deps/dnnl.tar.xz ]; then
   tar xJf .deps/dnnl.tar.xz -C /tmp && export LD_LIBRARY_PATH=/tmp/dnnl_pkg/lib:${LD_LIBRARY_PATH:-}
   dnnl_flags=(-DCMAKE_PREFIX_PATH=/tmp/dnnl_pkg -DKILN_ONEDNN=ON)
 fi
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON "${dnnl_flags[@]}" \
+# NCCL: the toolkit's copy if it has one, else the one PyTorch's wheels ship (header + libnccl.so.2).
+nccl_flags=()
+if [ ! -e /usr/local/cuda/include/nccl.h ]; then
+  inc=$(find /usr /opt -name nccl.h -path '*include*' 2>/dev/null | head -1)
+  lib=$(find /usr /opt -name 'libnccl.so*' 2>/dev/null | head -1)
+  [ -n "$inc" ] && [ -n "$lib" ] && nccl_flags=(-DKILN_NCCL_INCLUDE="$(dirname "$inc")" -DKILN_NCCL_LIBRARY="$lib") &&
+    export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
+  say "nccl: header ${inc:-none}, library ${lib:-none}"
+fi
+cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON "${dnnl_flags[@]}" "${nccl_flags[@]}" \
   > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 >> "$OUT/build.log" 2>&1
-say "build rc=$? at $(date +%T) warnings=$(grep -c 'warning' "$OUT/build.log") $(grep -m1 'oneDNN' "$OUT/build.log")"
+say "build rc=$? at $(date +%T) warnings=$(grep -c 'warning' "$OUT/build.log") $(grep -m1 'oneDNN' "$OUT/build.log") $(grep -m1 'NCCL backend' "$OUT/build.log")"
 grep -E "error" "$OUT/build.log" | head -20 >> "$S"
 if has cuda; then
   timeout 300 $B/tests/test_cuda > "$OUT/test_cuda.log" 2>&1; say "test_cuda rc=$? $(grep -E 'test cases:' "$OUT/test_cuda.log") at $(date +%T)"
   grep -B2 -A8 "ERROR" "$OUT/test_cuda.log" | head -80 >> "$S"
 fi
 if has dist; then
-  (cd $B && timeout 120 ctest --output-on-failure -R 'dist|ddp' > "$OUT/dist.log" 2>&1); say "ctest dist rc=$? $(grep 'tests passed' "$OUT/dist.log")"
-  timeout 120 $B/tests/test_cuda -tc='*istribut*,*NCCL*,*nccl*,*DDP*,*ddp*' >> "$OUT/dist.log" 2>&1; say "test_cuda dist rc=$? $(grep 'test cases:' "$OUT/dist.log" | tail -1)"
+  D=$OUT/dist.log
+  TORCHRUN="python3 -m torch.distributed.run"
+  timeout 120 $B/tests/test_cuda -tc='nccl*,NCCL*,DDP*,*istributed*' > "$D" 2>&1; say "test_cuda nccl/DDP rc=$? $(grep 'test cases:' "$D" | tail -1)"
+  grep -B2 -A8 "ERROR" "$D" | head -40 >> "$S"
+  (cd $B && timeout 200 ctest -j 8 --output-on-failure -R 'dist|example_train_fashion_mnist' >> "$D" 2>&1)
+  say "ctest dist/examples rc=$? $(grep 'tests passed' "$D" | tail -1)"; grep -E "Failed|\*\*\*" "$D" | head >> "$S"
+  timeout 120 $B/tests/dist_check --local all --device cuda --max-bytes 1073741824 >> "$D" 2>&1; say "dist_check local rc=$? $(grep -E 'dist_check: (PASS|FAIL)' "$D" | tail -1)"
+  timeout 120 $TORCHRUN --nproc-per-node 1 --no-python $B/tests/dist_check --max-bytes 1073741824 >> "$D" 2>&1; say "dist_check torchrun rc=$? $(grep -E 'dist_check: (PASS|FAIL)' "$D" | tail -1)"
+  if [ -n "${FM:-}" ]; then
+    for mode in plain ddp torchrun; do
+      case $mode in
+        plain) cmd=($B/examples/train_fashion_mnist) ;;
+        ddp) cmd=($B/examples/train_fashion_mnist --ddp) ;;
+        torchrun) cmd=($TORCHRUN --nproc-per-node 1 --no-python $B/examples/train_fashion_mnist --ddp) ;;
+        local) cmd=($B/examples/train_fashion_mnist --ddp-local 1) ;;
+      esac
+      timeout 90 "${cmd[@]}" --data "$FM" --epochs 1 --seed 0 --checkpoint /tmp/fm_$mode.safetensors > "$OUT/fm_$mode.log" 2>&1
+      say "fashion-mnist $mode rc=$? $(grep RESULT "$OUT/fm_$mode.log")"
+    done
+    timeout 60 $B/examples/train_fashion_mnist --ddp-local 1 --data "$FM" --epochs 1 --limit 8192 --profile --first-bucket-cap-mb 0.1 \
+      --bucket-cap-mb 0.2 --trace /tmp/ddp_1gpu.json > "$OUT/fm_profile.log" 2>&1
+    say "fashion-mnist ddp profile rc=$? $(grep -c 'nccl:all_reduce' "$OUT/fm_profile.log") nccl rows; trace $(stat -c %s /tmp/ddp_1gpu.json 2>/dev/null) bytes"
+    python3 - "$OUT/fm_profile.log" /tmp/ddp_1gpu.json >> "$S" 2>&1 <<'PY'
+import json, sys
+rows = [l for l in open(sys.argv[1]) if "nccl" in l.lower()][:6]
+print("".join(rows), end="")
+try:
+    ev = json.load(open(sys.argv[2]))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    k = [e for e in ev if e.get("ph") == "X" and "nccl" in e.get("name", "").lower() and e.get("cat", "") in ("kernel", "gpu", "cuda")]
+    other = [e for e in ev if e.get("ph") == "X" and e.get("cat", "") in ("kernel", "gpu", "cuda") and "nccl" not in e.get("name", "").lower()]
+    print("trace: nccl kernels", len(k), "on streams", sorted({str(e.get("tid")) for e in k}), "; other kernels on", sorted({str(e.get("tid")) for e in other})[:6])
+except Exception as exc:
+    print("trace: not read:", exc)
+PY
+  fi
 fi
 if has sanitize; then
   KILN_TEST_CUPTI_TAKEN=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_cuda \
