@@ -198,9 +198,9 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K) {
   // 256 x 256 tiles before, with which linear (1024, 1024, 4096) on one thread took 1.19x
   // PyTorch's time (docs/BENCHMARKS.md section 9). Then the larger edge is
   // halved while the grid has fewer than kWantedTiles tiles and each tile keeps at least
-  // kMinTileMacs multiply-adds (a 16-core host's fork and a tile's start cost ~10 us, a tile of
-  // 1 Mi multiply-adds ~10-20 us on one core), so the small GEMMs of a training step (256 x 784
-  // x 256) still spread over the cores. Edges stop at 32 rows and one register block of
+  // kMinTileMacs multiply-adds (enough work per tile to stay well above a tile's start and the
+  // fork/join), so the small GEMMs of a training step (256 x 784 x 256) still spread over the
+  // cores (they were one tile, and 16 threads ran the Fashion-MNIST epoch slower than one). Edges stop at 32 rows and one register block of
   // columns. All of this reads M, N and K only.
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
   constexpr int64_t kWantedTiles = 16;
