@@ -24,6 +24,8 @@ import os
 import subprocess
 import sys
 
+from fashion_mnist_compare import parse_result  # the RESULT line of both training programs
+
 # One entry per row. "kiln": arguments of the Kiln binary (after its path); "torch": the name
 # of a function in TORCH_WORKER plus its arguments. The MLP block rows (GELU, issue 17) go
 # here as more entries, with their Kiln mode in bench/cpu_linear.cpp and their torch
@@ -92,16 +94,6 @@ def run_torch(python, threads, repeats):
     return json.loads(proc.stdout)
 
 
-def result_field(out, field, what):
-    """The value of `field=` on the RESULT line of `out`."""
-    for line in out.splitlines():
-        if line.startswith("RESULT "):
-            fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-            if field in fields:
-                return fields[field]
-    sys.exit(f"cpu_vs_torch: no RESULT {field}= in the output of {what}:\n{out[-2000:]}")
-
-
 def fashion_mnist_epoch_s(build, python, data, epochs, threads):
     """(Kiln, PyTorch) mean seconds per CPU training epoch of the Fashion-MNIST recipe."""
     common = ["--device", "cpu", "--epochs", str(epochs), "--data", data, "--seed", "0"]
@@ -113,8 +105,9 @@ def fashion_mnist_epoch_s(build, python, data, epochs, threads):
         proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"cpu_vs_torch: {' '.join(cmd)} failed:\n{proc.stdout[-1000:]}{proc.stderr[-2000:]}")
-        seconds[side] = float(result_field(proc.stdout, "train_s", cmd[0])) / epochs
-        print(f"  fashion-mnist {side}, {threads} thread(s): acc={result_field(proc.stdout, 'acc', cmd[0])} "
+        result = parse_result(proc.stdout, cmd[0])
+        seconds[side] = float(result["train_s"]) / epochs
+        print(f"  fashion-mnist {side}, {threads} thread(s): acc={result['acc']} "
               f"train_s={seconds[side] * epochs:.2f} over {epochs} epoch(s)")
     return seconds["kiln"], seconds["torch"]
 

@@ -45,17 +45,21 @@ class CleanEnv {
   std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
 
+// Every field of `got` equals `want`'s.
+void check_env(const dist::LaunchEnv& got, const dist::LaunchEnv& want) {
+  CHECK(got.source == want.source);
+  CHECK(got.rank == want.rank);
+  CHECK(got.world_size == want.world_size);
+  CHECK(got.local_rank == want.local_rank);
+  CHECK(got.master_addr == want.master_addr);
+  CHECK(got.master_port == want.master_port);
+}
+
 }  // namespace
 
 TEST_CASE("read_launch_env: no launcher means one process") {
   CleanEnv env;
-  const dist::LaunchEnv e = dist::read_launch_env();
-  CHECK(e.rank == 0);
-  CHECK(e.world_size == 1);
-  CHECK(e.local_rank == 0);
-  CHECK(e.master_addr == "127.0.0.1");
-  CHECK(e.master_port == 29500);
-  CHECK(e.source == "none");
+  check_env(dist::read_launch_env(), {0, 1, 0, "127.0.0.1", 29500, "none"});
 }
 
 TEST_CASE("read_launch_env: torchrun") {
@@ -65,13 +69,7 @@ TEST_CASE("read_launch_env: torchrun") {
   env.set("LOCAL_RANK", "1");
   env.set("MASTER_ADDR", "node07");
   env.set("MASTER_PORT", "29511");
-  const dist::LaunchEnv e = dist::read_launch_env();
-  CHECK(e.rank == 5);
-  CHECK(e.world_size == 8);
-  CHECK(e.local_rank == 1);
-  CHECK(e.master_addr == "node07");
-  CHECK(e.master_port == 29511);
-  CHECK(e.source == "torchrun");
+  check_env(dist::read_launch_env(), {5, 8, 1, "node07", 29511, "torchrun"});
 }
 
 TEST_CASE("read_launch_env: torchrun's variables win over Open MPI's and SLURM's") {
@@ -95,17 +93,10 @@ TEST_CASE("read_launch_env: mpirun (Open MPI)") {
   env.set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
   env.set("SLURM_PROCID", "0");
   env.set("SLURM_NTASKS", "9");
-  dist::LaunchEnv e = dist::read_launch_env();
-  CHECK(e.source == "mpirun");
-  CHECK(e.rank == 3);
-  CHECK(e.world_size == 4);
-  CHECK(e.local_rank == 1);
-  CHECK(e.master_addr == "127.0.0.1");
+  check_env(dist::read_launch_env(), {3, 4, 1, "127.0.0.1", 29500, "mpirun"});
   env.set("MASTER_ADDR", "10.0.0.2");
   env.set("MASTER_PORT", "1234");
-  e = dist::read_launch_env();
-  CHECK(e.master_addr == "10.0.0.2");
-  CHECK(e.master_port == 1234);
+  check_env(dist::read_launch_env(), {3, 4, 1, "10.0.0.2", 1234, "mpirun"});
 }
 
 TEST_CASE("read_launch_env: srun (SLURM), master from the node list") {
@@ -114,13 +105,7 @@ TEST_CASE("read_launch_env: srun (SLURM), master from the node list") {
   env.set("SLURM_NTASKS", "16");
   env.set("SLURM_LOCALID", "2");
   env.set("SLURM_STEP_NODELIST", "gpu[003-005,007],cpu01");
-  dist::LaunchEnv e = dist::read_launch_env();
-  CHECK(e.source == "srun");
-  CHECK(e.rank == 6);
-  CHECK(e.world_size == 16);
-  CHECK(e.local_rank == 2);
-  CHECK(e.master_addr == "gpu003");
-  CHECK(e.master_port == 29500);
+  check_env(dist::read_launch_env(), {6, 16, 2, "gpu003", 29500, "srun"});
   env.set("SLURM_STEP_NODELIST", "alpha,beta");
   CHECK(dist::read_launch_env().master_addr == "alpha");
   ::unsetenv("SLURM_STEP_NODELIST");
