@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 from fashion_mnist_compare import parse_result  # the RESULT line of both training programs
 
@@ -98,13 +99,16 @@ def fashion_mnist_epoch_s(build, python, data, epochs, threads):
     """(Kiln, PyTorch) mean seconds per CPU training epoch of the Fashion-MNIST recipe."""
     common = ["--device", "cpu", "--epochs", str(epochs), "--data", data, "--seed", "0"]
     kiln_binary = os.path.join(build, "examples", "train_fashion_mnist")
-    runs = {"kiln": [kiln_binary, *common],
+    checkpoint = os.path.join(tempfile.gettempdir(), f"cpu_vs_torch_fm_{os.getpid()}.safetensors")
+    runs = {"kiln": [kiln_binary, *common, "--checkpoint", checkpoint],
             "torch": [python, os.path.join(os.path.dirname(__file__), "fashion_mnist_torch.py"), *common]}
     seconds = {}
     for side, cmd in runs.items():
         proc = subprocess.run(cmd, env=thread_env(threads), capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"cpu_vs_torch: {' '.join(cmd)} failed:\n{proc.stdout[-1000:]}{proc.stderr[-2000:]}")
+        if side == "kiln" and os.path.exists(checkpoint):
+            os.remove(checkpoint)
         result = parse_result(proc.stdout, cmd[0])
         seconds[side] = float(result["train_s"]) / epochs
         print(f"  fashion-mnist {side}, {threads} thread(s): acc={result['acc']} "
