@@ -3,6 +3,8 @@
 // calling the shared functor of optimizer_math.h and storing the written operands back.
 // The build compiles this file with -ffp-contract=off so the compiler fuses no multiply-add
 // the CUDA build (--fmad=false) would round separately: both devices give the same bits.
+#include <tuple>
+
 #include "../tensor/dtype_dispatch.h"
 #include "cpu/loops.h"
 #include "cpu/parallel.h"
@@ -13,27 +15,39 @@ namespace kiln::cpu {
 
 namespace {
 
-// Runs f(values...) over N operands of one shape: operand 1 (the gradient) is read only,
-// every other operand is read and written back. `f` takes A& for each operand.
+// Runs `f` over N operands of one shape: f(i, ptr...) updates element i of each operand's
+// pointer (operand 1, the gradient, is read only). Contiguous runs call it with the run's base
+// pointers and i = 0.. in an explicit SIMD loop; strided ones with each element's own pointers
+// and i = 0. Every operation in `f` is an IEEE one (this file is built without contraction
+// and math errno, sqrt and division are correctly rounded in vector form too), so vector
+// lanes give the scalar loop's bits. `f` must not throw.
 template <typename T, size_t N, typename F>
-void update_elements(const std::array<const Tensor*, N>& operands, F&& f) {
-  using A = acc_t<T>;
+void update_elements(const std::array<const Tensor*, N>& operands, const F& f) {
   std::array<WalkOperand, N> ops;
   for (size_t k = 0; k < N; ++k) ops[k] = operand(*operands[k]);
   // Split over the OpenMP threads above a grain (each element is updated on its own, so the
-  // bits do not depend on the split); `f` must not throw.
+  // bits do not depend on the split).
   parallel_walk<N>(operands[0]->sizes(), ops, kGrainTranscendental, [&](char** p, const int64_t* s, int64_t n) {
     bool dense = true;
     for (size_t k = 0; k < N; ++k) dense = dense && s[k] == static_cast<int64_t>(sizeof(T));
-    std::array<int64_t, N> step;
-    for (size_t k = 0; k < N; ++k) step[k] = dense ? static_cast<int64_t>(sizeof(T)) : s[k];
-    for (int64_t i = 0; i < n; ++i) {
-      std::array<A, N> v;
-      for (size_t k = 0; k < N; ++k) v[k] = static_cast<A>(*reinterpret_cast<const T*>(p[k] + i * step[k]));
-      f(v);
-      for (size_t k = 0; k < N; ++k)
-        if (k != 1) *reinterpret_cast<T*>(p[k] + i * step[k]) = static_cast<T>(v[k]);
+    std::array<T*, N> q;
+    for (size_t k = 0; k < N; ++k) q[k] = reinterpret_cast<T*>(p[k]);
+    if (dense) {
+      // The functor and the pointers as a lambda's own copies, so the loop keeps them in registers.
+      std::apply(
+          [f, n](auto*... ptr) {
+#pragma omp simd
+            for (int64_t i = 0; i < n; ++i) f(i, ptr...);
+          },
+          q);
+      return;
     }
+    std::array<int64_t, N> step;
+    for (size_t k = 0; k < N; ++k) step[k] = s[k];
+    for (int64_t i = 0; i < n; ++i)
+      [&]<size_t... K>(std::index_sequence<K...>) {
+        f(0, reinterpret_cast<T*>(p[K] + i * step[K])...);
+      }(std::make_index_sequence<N>{});
   });
 }
 
@@ -43,11 +57,17 @@ void sgd_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& momentu
     using A = acc_t<T>;
     const SgdFunctor<A> f = SgdFunctor<A>::make(config, first_step);
     if (momentum_buffer.defined()) {
-      update_elements<T, 3>({&param, &grad, &momentum_buffer}, [&](std::array<A, 3>& v) { f(v[0], v[1], v[2]); });
+      update_elements<T, 3>({&param, &grad, &momentum_buffer}, [f](int64_t i, T* p, T* g, T* buf) {
+        A pv = p[i], bv = buf[i];
+        f(pv, static_cast<A>(g[i]), bv);
+        p[i] = static_cast<T>(pv);
+        buf[i] = static_cast<T>(bv);
+      });
     } else {
-      update_elements<T, 2>({&param, &grad}, [&](std::array<A, 2>& v) {
-        A unused = 0;
-        f(v[0], v[1], unused);
+      update_elements<T, 2>({&param, &grad}, [f](int64_t i, T* p, T* g) {
+        A pv = p[i], unused = 0;
+        f(pv, static_cast<A>(g[i]), unused);
+        p[i] = static_cast<T>(pv);
       });
     }
   });
@@ -60,11 +80,21 @@ void adam_step_cpu(const Tensor& param, const Tensor& grad, const Tensor& exp_av
     const AdamFunctor<A> f = AdamFunctor<A>::make(config, decoupled, step);
     if (max_exp_avg_sq.defined()) {
       update_elements<T, 5>({&param, &grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq},
-                            [&](std::array<A, 5>& v) { f(v[0], v[1], v[2], v[3], v[4]); });
+                            [f](int64_t i, T* p, T* g, T* m, T* v, T* vmax) {
+                              A pv = p[i], mv = m[i], vv = v[i], xv = vmax[i];
+                              f(pv, static_cast<A>(g[i]), mv, vv, xv);
+                              p[i] = static_cast<T>(pv);
+                              m[i] = static_cast<T>(mv);
+                              v[i] = static_cast<T>(vv);
+                              vmax[i] = static_cast<T>(xv);
+                            });
     } else {
-      update_elements<T, 4>({&param, &grad, &exp_avg, &exp_avg_sq}, [&](std::array<A, 4>& v) {
-        A unused = 0;
-        f(v[0], v[1], v[2], v[3], unused);
+      update_elements<T, 4>({&param, &grad, &exp_avg, &exp_avg_sq}, [f](int64_t i, T* p, T* g, T* m, T* v) {
+        A pv = p[i], mv = m[i], vv = v[i], unused = 0;
+        f(pv, static_cast<A>(g[i]), mv, vv, unused);
+        p[i] = static_cast<T>(pv);
+        m[i] = static_cast<T>(mv);
+        v[i] = static_cast<T>(vv);
       });
     }
   });

@@ -46,11 +46,21 @@ std::vector<Tensor> matmul_backward(const BackwardArgs& a) {
   return g;
 }
 
+// mat1^T g, the gradient of mat2 in mat1 @ mat2. When mat2 is a transposed contiguous matrix
+// (linear's weight.t()) it is computed as (g^T mat1)^T, which has mat2's strides: the weight
+// then receives a contiguous gradient it can keep instead of copying (PyTorch's
+// mm_mat2_backward does the same). One GEMM either way.
+Tensor mat2_grad(const Tensor& go, const Tensor& mat1, const Tensor& mat2) {
+  const bool column_major = mat2.dim() == 2 && mat2.sizes()[0] > 1 && mat2.sizes()[1] > 1 &&
+                            mat2.strides()[0] == 1 && mat2.strides()[1] == mat2.sizes()[0];
+  return column_major ? mm(go.t(), mat1).t() : mm(mat1.t(), go);
+}
+
 std::vector<Tensor> mm_backward(const BackwardArgs& a) {
   auto g = grads(2);
   const Tensor& go = grad0(a);
   if (a.needs_grad[0]) g[0] = mm(go, a.inputs[1].t());
-  if (a.needs_grad[1]) g[1] = mm(a.inputs[0].t(), go);
+  if (a.needs_grad[1]) g[1] = mat2_grad(go, a.inputs[0], a.inputs[1]);
   return g;
 }
 
@@ -62,7 +72,7 @@ std::vector<Tensor> addmm_backward(const BackwardArgs& a) {
   auto scaled = [](const Tensor& t, double s) { return s == 1.0 ? t : mul(t, s); };
   if (a.needs_grad[0]) g[0] = scaled(go, beta);
   if (a.needs_grad[1]) g[1] = scaled(mm(go, a.inputs[2].t()), alpha);
-  if (a.needs_grad[2]) g[2] = scaled(mm(a.inputs[1].t(), go), alpha);
+  if (a.needs_grad[2]) g[2] = scaled(mat2_grad(go, a.inputs[1], a.inputs[2]), alpha);
   return g;
 }
 

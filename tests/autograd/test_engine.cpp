@@ -205,6 +205,31 @@ TEST_CASE("the profiler shows backward nodes as PyTorch's evaluate_function rows
   CHECK(mm_under);
 }
 
+TEST_CASE("linear's weight gradient arrives contiguous, with no copy into .grad()") {
+  // addmm's mat2 is weight.t(); its gradient is computed as (g^T x)^T so that the weight
+  // receives a contiguous tensor it keeps (a clone per weight per step before).
+  const Tensor x = random({5, 4}, kFloat64), w = leaf({3, 4}), b = leaf({3});
+  profiler::Profiler prof(profiler::ProfilerOptions{});
+  prof.start();
+  const Tensor y = linear(x, w, b);
+  sum(mul(y, y)).backward();
+  prof.stop();
+  int copies = 0;
+  const auto averages = prof.key_averages();
+  for (const auto& row : averages.rows())
+    if (row.key == "kiln::clone" || row.key == "kiln::copy_" || row.key == "kiln::contiguous") copies += 1;
+  CHECK(copies == 0);
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().is_contiguous());
+  // d/dW sum(y*y) = 2 y^T x.
+  const auto yv = y.to_vector<double>(), xv = x.to_vector<double>();
+  std::vector<double> dw(12, 0.0);
+  for (int i = 0; i < 5; ++i)
+    for (int o = 0; o < 3; ++o)
+      for (int k = 0; k < 4; ++k) dw[o * 4 + k] += 2 * yv[i * 3 + o] * xv[i * 4 + k];
+  near(w.grad(), dw);
+}
+
 TEST_CASE("1000 training steps keep memory_allocated flat: saved tensors go with the graph") {
   manual_seed(3);
   nn::MLP mlp({16, 32, 4});
