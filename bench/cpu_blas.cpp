@@ -76,7 +76,7 @@ std::vector<Library> open_libraries(int threads) {
       // sequentially inside each (it does not nest inside an OpenMP region).
       libs.push_back({"onednn tiled", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k,
                                               int64_t n) {
-                        const cpu::TileGrid g = cpu::gemm_tile_grid<float>(m, n, k);
+                        const cpu::TileGrid g = cpu::gemm_tile_grid<float>(m, n, k, omp_get_max_threads());
                         const int64_t tiles = g.rows.count * g.cols.count;
 #pragma omp parallel for schedule(static)
                         for (int64_t t = 0; t < tiles; ++t) {

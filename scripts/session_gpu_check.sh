@@ -3,7 +3,8 @@
 # .deps/dnnl.tar.xz when present), the whole CUDA suite, compute-sanitizer memcheck over the
 # fused op / CUDA graph / skinny cases, LibTorch's side-by-side MLP block, and issue 17's CPU
 # comparison on the host's cores (cpu_vs_torch.py with the Fashion-MNIST epoch row,
-# cpu_elementwise_vs_torch.py). Results under $OUT (summary.txt first).
+# cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
+# Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
 set -u
 OUT=${OUT:-/tmp/session-gpu}
@@ -92,6 +93,26 @@ if has mlp; then
   else
     say "libtorch side-by-side: build failed"; tail -20 "$OUT/libtorch.log" >> "$S"
   fi
+fi
+if has cpudiag && [ -n "${FM:-}" ]; then
+  # Issue 17: how the Fashion-MNIST CPU epoch scales on this host, and what the host is
+  # (SMT, CPU quota, CPU pressure, steal time), Kiln and PyTorch under the same settings.
+  C=$OUT/cpudiag.txt
+  { lscpu | grep -E "^CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name"; echo "cgroup cpu.max: $(cat /sys/fs/cgroup/cpu.max 2>/dev/null)";
+    echo "cpu pressure: $(head -1 /proc/pressure/cpu 2>/dev/null)"; } > "$C"
+  steal() { awk '/^cpu /{print $9}' /proc/stat; }
+  for cfg in "1" "8" "16" "16 passive"; do
+    set -- $cfg; t=$1; policy=${2:-}
+    s0=$(steal)
+    k=$(env OMP_NUM_THREADS=$t ${policy:+OMP_WAIT_POLICY=$policy} timeout 60 $B/examples/train_fashion_mnist --device cpu --data "$FM" \
+      --epochs 1 --seed 0 --checkpoint /tmp/cd.st 2>&1 | grep -oE "epoch_s [0-9.]+")
+    p=$(env OMP_NUM_THREADS=$t ${policy:+OMP_WAIT_POLICY=$policy} timeout 90 python3 bench/fashion_mnist_torch.py --device cpu --data "$FM" \
+      --epochs 1 --seed 0 2>&1 | grep -oE "train_s=[0-9.]+")
+    echo "threads=$t ${policy:-default-wait}: kiln $k, pytorch $p, steal ticks $(( $(steal) - s0 ))" >> "$C"
+  done
+  OMP_NUM_THREADS=16 timeout 60 $B/examples/train_fashion_mnist --device cpu --data "$FM" --epochs 1 --limit 16384 --profile \
+    --checkpoint /tmp/cd.st 2>&1 | grep -E "kiln::|train_step" | head -12 >> "$C"
+  cat "$C" >> "$S"; say "cpudiag done at $(date +%T)"
 fi
 if has cpu; then
   nproc_all=$(nproc)

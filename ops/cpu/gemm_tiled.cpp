@@ -2,14 +2,21 @@
 //
 // Why not Eigen's own threads: Eigen splits a product across threads only along one
 // dimension and re-decides its blocking per thread count; at linear's small M (64 rows) it
-// barely scaled past one core, and its K blocking changed with the thread count (so results
-// did). Here Kiln owns the parallel loop: the output is cut into tiles sized from M, N and K
-// alone, OpenMP threads take whole tiles (first come, first served), and each tile calls Eigen's
-// sequential GEMM driver (internal::general_matrix_matrix_product with no parallel info)
-// once per chunk of K. Chunks are never longer than Eigen's kc, so Eigen never splits them
-// further: an output element is the bias (or beta * out, or 0), then plus alpha times each
-// chunk's dot product in chunk order, each chunk summed in registers by the kernel. The same
-// tile call runs whichever thread takes it, so the bits do not depend on the thread count.
+// barely scaled past one core. Here Kiln owns the parallel loop: the output is cut into tiles
+// sized from M, N, K and the thread count, OpenMP threads take whole tiles (first come, first
+// served), and each tile calls oneDNN's sgemm (float) or Eigen's sequential GEMM driver
+// (internal::general_matrix_matrix_product with no parallel info) once per chunk of K. Chunks
+// are never longer than Eigen's kc, so Eigen never splits them further: an output element is
+// the bias (or beta * out, or 0), then plus alpha times each chunk's dot product in chunk
+// order, each chunk summed in registers by the kernel. The same tile call runs whichever
+// thread takes it, so for a given thread count the bits never change.
+//
+// Why the tiles depend on the thread count (they did not before 2026-12-02): one grid cannot
+// suit one thread and sixteen. Each tile packs its panels of A and B again, so one thread is
+// fastest with the whole product in one call (15% faster than 512 x 512 tiles at linear
+// (1024, 1024, 4096) with oneDNN), while sixteen threads want several tiles each so that one
+// late thread does not hold the rest (16 tiles of 512 x 512 for 16 threads cost the MLP block
+// at batch 1024 a third of its speed against PyTorch). The README says what this changes.
 #include "gemm_tiled.h"
 
 #include <Eigen/Core>
@@ -18,6 +25,10 @@
 #include <vector>
 
 #include "../../core/error.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #ifdef KILN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -147,20 +158,27 @@ void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int
 template <typename T, int LhsOrder, int RhsOrder>
 void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int64_t N, int64_t K, T alpha, T beta,
                const T* bias) {
-  const TileGrid grid = gemm_tile_grid<T>(M, N, K);
+#ifdef _OPENMP
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  const TileGrid grid = gemm_tile_grid<T>(M, N, K, threads);
   const int64_t col_tiles = grid.cols.count, tiles = grid.rows.count * col_tiles;
   // Equal chunks (a function of K and kc only), so the last one is not a short remainder.
   const int64_t limit = sequential_kc<T>();
   const int64_t chunks = std::max<int64_t>(1, (K + limit - 1) / limit);
   const int64_t chunk = std::min(limit, ((K + chunks - 1) / chunks + 7) / 8 * 8);
   // Below about a million multiply-adds a fork costs more than it saves; the tiles (and so
-  // the bits) are the same either way.
+  // the bits) are the same either way. No more threads than tiles: an idle thread would only
+  // add its arrival at the closing barrier.
   const bool parallel = tiles > 1 && static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= 1e6;
+  const int team = static_cast<int>(std::min<int64_t>(threads, tiles));
   std::exception_ptr error;
   // Dynamic: a thread that shares its core with another process (or started late) takes
   // fewer tiles instead of holding everyone at the end; which thread runs a tile does not
   // change its bits.
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel) num_threads(team)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t r = t / col_tiles, c = t % col_tiles;
     const int64_t i0 = grid.rows.begin(r), j0 = grid.cols.begin(c);
@@ -187,23 +205,23 @@ const char* gemm_backend() {
 }
 
 template <typename T>
-TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K) {
+TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   // Eigen computes the row-major output as its transpose, so our columns are its rows, cut
   // into register blocks of mr (3 packets: 48 floats with AVX-512): column tiles in multiples of
   // mr keep every tile off Eigen's slower remainder paths (one packet, then scalars) except at
   // the right edge; rows go in multiples of 8.
   //
-  // Size: each tile call packs its panels of A and B again, a cost per multiply-add that goes
-  // as 1/rows + 1/cols of the tile, so tiles start large: 512 x 512 packs half as often as the
-  // 256 x 256 tiles before, with which linear (1024, 1024, 4096) on one thread took 1.19x
-  // PyTorch's time (docs/BENCHMARKS.md section 9). Then the larger edge is
-  // halved while the grid has fewer than kWantedTiles tiles and each tile keeps at least
+  // One thread: the whole product is one tile (one call packs each panel once). Several: each
+  // tile call packs its panels of A and B again, a cost per multiply-add that goes as
+  // 1/rows + 1/cols of the tile, so tiles start at 512 x 512; then the larger edge is halved
+  // while the grid has fewer than kTilesPerThread tiles per thread and each tile keeps at least
   // kMinTileMacs multiply-adds (enough work per tile to stay well above a tile's start and the
   // fork/join), so the small GEMMs of a training step (256 x 784 x 256) still spread over the
-  // cores (they were one tile, and 16 threads ran the Fashion-MNIST epoch slower than one). Edges stop at 32 rows and one register block of
-  // columns. All of this reads M, N and K only.
+  // cores. Edges stop at 32 rows and one register block of columns.
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
-  constexpr int64_t kWantedTiles = 16;
+  if (threads <= 1) return TileGrid{Split{M, 8, 1}, Split{N, mr, 1}};
+  constexpr int64_t kTilesPerThread = 2;
+  const int64_t wanted_tiles = kTilesPerThread * threads;
   constexpr double kMinTileMacs = 1024.0 * 1024.0;
   const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
   TileGrid grid{split(M, 512, 8), split(N, 512, mr)};
@@ -214,7 +232,7 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K) {
     return tiles > static_cast<double>(grid.rows.count) * static_cast<double>(grid.cols.count) &&
            macs / tiles >= kMinTileMacs;
   };
-  while (grid.rows.count * grid.cols.count < kWantedTiles) {
+  while (grid.rows.count * grid.cols.count < wanted_tiles) {
     // Halve the longer edge of the current tiles, if it can still shrink.
     const int64_t row_edge = (M + grid.rows.count - 1) / grid.rows.count;
     const int64_t col_edge = (N + grid.cols.count - 1) / grid.cols.count;
@@ -235,8 +253,8 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K) {
   return grid;
 }
 
-template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t);
-template TileGrid gemm_tile_grid<double>(int64_t, int64_t, int64_t);
+template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t, int);
+template TileGrid gemm_tile_grid<double>(int64_t, int64_t, int64_t, int);
 
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a_in, const MatrixRef<T>& b_in, T alpha, T beta, const T* bias) {

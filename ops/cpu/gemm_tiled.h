@@ -1,7 +1,9 @@
 // The CPU GEMM's float and double engine: the output is cut into tiles whose sizes depend on
-// the matrix sizes only, OpenMP threads take whole tiles, and each tile runs Eigen's
-// single-threaded GEMM kernel over fixed chunks of K. Every output element is therefore
-// summed in one order whatever the thread count: the same tile call, on whichever thread.
+// the matrix sizes and the thread count (one tile on one thread: the whole product in one
+// call), OpenMP threads take whole tiles, and each tile runs a single-threaded GEMM kernel
+// (oneDNN's sgemm or Eigen's) over fixed chunks of K. For a given thread count every output
+// element is therefore summed in one order, on whichever thread takes its tile; another
+// thread count may cut other tiles and change the last digits.
 // The bias (or beta term) is written into each tile by the thread that computes it, just
 // before its first product, instead of in a separate pass over the output.
 #pragma once
@@ -19,7 +21,8 @@ struct MatrixRef {
 
 /// out (dense row-major a.rows x b.cols) = alpha * a @ b + (bias ? bias broadcast over the
 /// rows : beta * out), for float and double; beta == 0 ignores out's contents. Runs on the
-/// calling thread's OpenMP team size; the result does not depend on it.
+/// calling thread's OpenMP team size (one thread inside a parallel region); the bits depend
+/// on the sizes and that thread count only.
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias);
 
@@ -38,13 +41,13 @@ struct Split {
   }
 };
 
-/// The output tiling of gemm_tiled for an M x N x K product of T: a function of the sizes
-/// (and of Eigen's register block for T) only, never of the thread count.
+/// The output tiling of gemm_tiled for an M x N x K product of T on a number of threads: a
+/// function of the sizes, the thread count and Eigen's register block for T only.
 struct TileGrid {
   Split rows, cols;
 };
-/// The tile grid gemm_tiled<T> uses for an M x N output with inner size K.
+/// The tile grid gemm_tiled<T> uses for an M x N output with inner size K on `threads` threads.
 template <typename T>
-TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K);
+TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads);
 
 }  // namespace kiln::cpu
