@@ -100,7 +100,7 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
                    cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
-                   bool programmatic = true, int block_n = 0) {
+                   bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true) {
   SkinnyGemmArgs a;
   a.epilogue = e;
   a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
@@ -113,6 +113,8 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.kernel = kernel;
   a.programmatic = programmatic;
   a.block_n = block_n;
+  a.stages = stages;
+  a.prefetch_l2 = prefetch_l2;
   skinny_gemm(a, s);
 }
 
@@ -219,7 +221,8 @@ int main(int argc, char** argv) {
     const int sets = static_cast<int>(std::min(up.weights.size(), down.weights.size()));
     // 0: cuBLASLt + gelu + cuBLASLt; 1: the portable kernels; 2: the sm_90a kernels without
     // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
-    // per CTA.
+    // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
+    // 7: the default ring without the prefetch.
     auto block = [&](int how) {
       auto pass = [&] {
         for (int i = 0; i < sets; ++i) {
@@ -227,8 +230,12 @@ int main(int argc, char** argv) {
           const Tensor& w2 = down.weight();
           if (how >= 2) {
             const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
-            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn);
-            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn);
+            const int stages = how == 6 ? 8 : 0;
+            const bool prefetch = how < 6;
+            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn, stages,
+                          prefetch);
+            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn, stages,
+                          prefetch);
           } else if (how == 1) {
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
@@ -243,17 +250,22 @@ int main(int argc, char** argv) {
     };
     const double lt = block(0), sk = block(1);
     const double wg2 = wg ? block(2) : 0.0, wg3 = wg ? block(3) : 0.0, wg4 = wg ? block(4) : 0.0,
-                 wg5 = wg ? block(5) : 0.0;
+                 wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
       fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
       fmt::print("mlp,wg+g+wg bn64,64,1024,4096,{:.2f},0\nmlp,wg+g+wg bn128,64,1024,4096,{:.2f},0\n", wg4, wg5);
+      fmt::print("mlp,wg+g+wg 8st no-prefetch,64,1024,4096,{:.2f},0\nmlp,wg+g+wg no-prefetch,64,1024,4096,{:.2f},0\n",
+                 wg6, wg7);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
       fmt::print("  mlp block M=64: wg(gelu)+wg {:.2f} us (ratio {:.2f}), without programmatic launch {:.2f} us, "
                  "bn64 {:.2f} us, bn128 {:.2f} us\n",
                  wg3, wg3 / lt, wg2, wg4, wg5);
+      fmt::print("  mlp block M=64: 8-stage ring without L2 prefetch (before) {:.2f} us, default ring without "
+                 "prefetch {:.2f} us, default (ring + prefetch) {:.2f} us\n",
+                 wg6, wg7, wg3);
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
@@ -269,8 +281,8 @@ int main(int argc, char** argv) {
     cuda::synchronize();
     // -2, -4: the portable kernels with 2 or 4 warps per k block; 0: the sm_90a kernels without
     // programmatic dependent launch; 1: with it (the default); 2, 3: with it, 64 / 128 rows of w
-    // per CTA.
-    for (int how : {-2, -4, 0, 1, 2, 3}) {
+    // per CTA; 4: the 8-stage ring without the L2 prefetch (before); 5: the default ring without it.
+    for (int how : {-2, -4, 0, 1, 2, 3, 4, 5}) {
       if (how >= 0 && !wg) continue;
       auto block = [&] {
         if (how < 0) {
@@ -278,13 +290,17 @@ int main(int argc, char** argv) {
           skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, -how);
         } else {
           const int bn = how == 2 ? 64 : how == 3 ? 128 : 0;
-          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, how != 0, bn);
-          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, how != 0, bn);
+          const int stages = how == 4 ? 8 : 0;
+          const bool prefetch = how < 4;
+          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, how != 0, bn, stages, prefetch);
+          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, how != 0, bn, stages, prefetch);
         }
       };
       const std::string name = how < 0    ? fmt::format("skinny wk{}", -how)
                                : how == 0 ? std::string("wg no-pdl")
                                : how == 1 ? std::string("wg")
+                               : how == 4 ? std::string("wg 8st no-prefetch")
+                               : how == 5 ? std::string("wg no-prefetch")
                                           : fmt::format("wg bn{}", how == 2 ? 64 : 128);
       block();
       KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");

@@ -64,6 +64,12 @@ struct SkinnyGemmArgs {
   /// previous kernel on the stream finishes, and waits for it before touching memory); false
   /// is a benchmark's comparison. The portable kernel launches without it either way.
   bool programmatic = true;
+  /// Benchmark override: the sm_90a kernel's shared-memory ring depth (2..8, capped at what the
+  /// tile is built for); 0 = the default, shallow enough for two CTAs per SM.
+  int stages = 0;
+  /// The sm_90a kernel asks L2 to prefetch its share of w before it waits for the previous
+  /// kernel (safe: skinny_wgmma.cu); false is a benchmark's comparison.
+  bool prefetch_l2 = true;
 };
 
 /// The largest m that skinny_gemm_supported() takes on the current device (measured on an H200:

@@ -44,6 +44,8 @@ struct Params {
   int32_t split = 1;            ///< cluster size along grid x
   uint32_t vec_out = 0;         ///< out rows may be stored 4 elements (8 bytes) at a time
   uint32_t vec_pre = 0;         ///< likewise pre
+  int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
+  uint32_t prefetch_l2 = 0;     ///< the sm_90a kernel prefetches its share of w into L2 before its wait
 };
 
 /// out from the rounded pre-activation h, as the unfused op computes it.

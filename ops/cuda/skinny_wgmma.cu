@@ -13,12 +13,15 @@
 // same sums.
 //
 // Programmatic dependent launch is on by default: the kernel reads and writes no global memory
-// before griddepcontrol.wait, which returns once the previous kernel in the stream has completed
-// and its writes are visible, so the attribute changes when the CTAs start (the launch and the
-// set-up overlap the previous kernel's tail), never what they read; in a CUDA graph capture it
-// becomes a programmatic edge (tested). The caveat: had the kernel read anything before the wait
-// (say the weights, to start streaming them early), a previous kernel writing them (an optimizer
-// step, a copy into the weight) would race with it; it does not.
+// into the CTA before griddepcontrol.wait, which returns once the previous kernel in the stream
+// has completed and its writes are visible, so the attribute changes when the CTAs start (they
+// run beside the previous kernel's, whose launch_dependents comes right after its own wait),
+// never what they read; in a CUDA graph capture it becomes a programmatic edge (tested). Before
+// the wait a CTA only asks L2 to prefetch its share of the weights, so they stream from DRAM
+// while the previous layer computes; a previous kernel writing them (an optimizer step, a copy
+// into the weight) still cannot race with the reads, which come after the wait from L2, where
+// that kernel's writes land (tested). The ring runs WgTile::default_stages() deep, shallow
+// enough for two CTAs per SM, so that a dependent's CTAs find room beside this kernel's.
 //
 // The partial tile's layout (skinny_wgmma_kernel.cuh) is conflict-free: a warp's 32 stores of
 // one accumulator register go to m = 8 j + 2 (lane % 4) (+1), n = 64 t + 16 warp + lane / 4 (+8),
@@ -61,19 +64,31 @@ WgKernelFn wg_kernel_of(SkinnyEpilogue e) {
   return skinny_wgmma_kernel<T, BN, BM, Epi::Bias>;
 }
 
-/// A kernel and its tile and shared memory.
+/// A kernel, its tile, its ring depths and the shared memory of its default ring.
 struct WgLaunch {
   WgKernelFn kernel = nullptr;
-  int bn = 0, bm = 0, smem = 0;
+  int bn = 0, bm = 0;
+  int stages = 0, max_stages = 0;  ///< the default ring depth, the deepest it is built for
+  int smem = 0, max_smem = 0;      ///< dynamic shared memory with those rings
+  int stage_bytes = 0;
+  /// Dynamic shared memory with a ring of `s` stages.
+  int smem_for(int s) const { return max_smem - (max_stages - s) * stage_bytes; }
 };
+
+template <typename T, int BN, int BM>
+WgLaunch wg_launch_of(SkinnyEpilogue e) {
+  using Cfg = WgTile<BN, BM>;
+  return {wg_kernel_of<T, BN, BM>(e), BN, BM, Cfg::default_stages(), Cfg::kMaxStages,
+          Cfg::smem_bytes(Cfg::default_stages()), Cfg::smem_bytes(Cfg::kMaxStages), Cfg::kStageBytes};
+}
 
 template <typename T, int BN>
 WgLaunch wg_pick_typed(SkinnyEpilogue e, int bm) {
   switch (bm) {
-    case 16: return {wg_kernel_of<T, BN, 16>(e), BN, 16, WgTile<BN, 16>::kSmemBytes};
-    case 32: return {wg_kernel_of<T, BN, 32>(e), BN, 32, WgTile<BN, 32>::kSmemBytes};
-    case 64: return {wg_kernel_of<T, BN, 64>(e), BN, 64, WgTile<BN, 64>::kSmemBytes};
-    default: return {wg_kernel_of<T, BN, 128>(e), BN, 128, WgTile<BN, 128>::kSmemBytes};
+    case 16: return wg_launch_of<T, BN, 16>(e);
+    case 32: return wg_launch_of<T, BN, 32>(e);
+    case 64: return wg_launch_of<T, BN, 64>(e);
+    default: return wg_launch_of<T, BN, 128>(e);
   }
 }
 
@@ -142,9 +157,9 @@ const WgFacts& wg_facts(int device) {
       for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
         for (int bn : {64, 128})
           for (int bm : {16, 32, 64, 128}) {
-            const WgLaunch l = wg_pick(t, e, bn, bm);
-            if (l.smem > max_smem ||
-                cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+            const WgLaunch l = wg_pick(t, e, bn, bm);  // any ring depth up to the deepest may run
+            if (l.max_smem > max_smem ||
+                cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem) != cudaSuccess) {
               (void)cudaGetLastError();
               return;
             }
@@ -209,6 +224,7 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   const int64_t tiles_m = (a.m + bm - 1) / bm;
   const int bn = a.block_n != 0 ? a.block_n : 64;
   const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
+  const int stages = a.stages != 0 ? std::min(a.stages, l.max_stages) : l.stages;
   const int64_t tiles_n = (a.n + bn - 1) / bn;
   int split = a.split_k;
   if (split == 0) {
@@ -235,6 +251,8 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.split = split;
   p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
+  p.stages = stages;
+  p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;
   const CUtensorMap map_w = wg_make_map(a.type, a.w, a.k, a.n, a.ldw, bn);
   const CUtensorMap map_x = wg_make_map(a.type, a.x, a.k, a.m, a.ldx, bm);
 
@@ -246,7 +264,7 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(tiles_m));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem_for(stages));
   config.stream = stream;
   std::array<cudaLaunchAttribute, 2> attributes{};
   unsigned count = 0;

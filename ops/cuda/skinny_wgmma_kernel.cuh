@@ -10,13 +10,14 @@
 // benchmark: two wgmma atoms, each row of x read from L2 serving twice the rows of w, measured
 // slower) by BM rows of x (from m0) over its cluster rank's share of the k blocks (64 wide: one
 // 128-byte row). Its thread 0 issues the TMA loads of a whole stage (the w box and the x box;
-// rows past N or M and columns past K arrive as zeros) into a kStages-deep ring, each stage
-// completing on its own mbarrier; at the start it fills the whole ring, so a rank's share of up
-// to kStages k blocks is in flight at once. Every thread waits on a stage's mbarrier, the
+// rows past N or M and columns past K arrive as zeros) into a ring of p.stages stages (at most
+// kMaxStages), each stage completing on its own mbarrier; at the start it fills the whole ring,
+// so a rank's share of up to p.stages k blocks is in flight at once. Every thread waits on a stage's mbarrier, the
 // warpgroup issues its wgmma (4 k16 steps per atom), keeps one group in flight, and once the
-// previous stage's group has completed thread 0 refills that stage with the block kStages ahead
+// previous stage's group has completed thread 0 refills that stage with the block p.stages ahead
 // (the stage's only reader is this warpgroup's wgmma, so its completion is the "empty" signal;
-// no second barrier).
+// no second barrier). The host picks the ring depth so that two CTAs fit on an SM (next
+// paragraph).
 //
 // The accumulators (D = w x^T: row = n, column = m) go to a [BM][BN + 4] fp32 tile in shared
 // memory (m-major, so out's rows come out contiguous; conflict-free: see skinny_wgmma.cu), and
@@ -26,8 +27,14 @@
 // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before its first
 // global read or write and lets its dependent start (launch_dependents) right after that, so
 // when the host launches the next kernel with the programmatic attribute (skinny_wgmma.cu does
-// by default), that kernel's launch and set-up overlap this one's tail; without the attribute
-// both are no-ops.
+// by default), that kernel's CTAs start while this one runs, on the SMs beside this one's CTAs
+// (a CTA takes under half an SM's shared memory). Before its wait such a CTA asks L2 to fetch
+// its share of w (cp.async.bulk.prefetch, with p.prefetch_l2): the next layer's weights then
+// stream from DRAM while this layer computes, and its TMA loads after the wait hit L2. This is
+// safe even when the previous kernel writes w (an optimizer step): a prefetch only moves lines
+// into L2, which every SM's writes reach and which TMA reads, so the loads after the wait see
+// the new values. Without the attribute both are no-ops and the prefetch merely precedes the
+// loads.
 #pragma once
 
 #include <cuda.h>
@@ -43,6 +50,14 @@
 
 namespace kiln::cuda_kernels::skinny {
 
+/// Asks L2 to fetch the box of `map` at (c0, c1) (columns, rows), completing on nothing: a hint
+/// that moves no data into the CTA.
+__device__ __forceinline__ void prefetch_l2_2d(const CUtensorMap* map, int32_t c0, int32_t c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
+
 /// Compile-time sizes of the wgmma kernel for BN rows of w and BM rows of x per CTA.
 template <int BN, int BM>
 struct WgTile {
@@ -57,13 +72,22 @@ struct WgTile {
   static constexpr int kStageBytes = kWBytes + kXBytes;  ///< a multiple of 1024: stages stay swizzle-aligned
   static constexpr int kRedLd = kBlockN + 4;             ///< floats per partial-tile row (bank spread)
   static constexpr int kRedBytes = BM * kRedLd * 4;
-  /// Ring depth: 8 stages (a whole rank's share in flight at the shapes that matter), fewer when
-  /// the stages and the partial tile would pass ~200 KB.
-  static constexpr int kStages =
+  /// The deepest ring the kernel is built for: 8 stages, fewer when they and the partial tile
+  /// would pass ~200 KB. The host runs fewer (Params::stages; default_stages()).
+  static constexpr int kMaxStages =
       (200 * 1024 - kRedBytes) / kStageBytes < 8 ? (200 * 1024 - kRedBytes) / kStageBytes : 8;
-  static constexpr int kSmemBytes = kStages * kStageBytes + kRedBytes + 1024;  // + alignment slack
   static constexpr int kAccumulators = BM / 2;  ///< fp32 per thread and atom: 64 x BM over 128 threads
-  static_assert(kStageBytes % 1024 == 0 && kStages >= 2, "WgTile: stage layout");
+  /// Dynamic shared memory of a ring of `stages` stages.
+  static constexpr int smem_bytes(int stages) { return stages * kStageBytes + kRedBytes + 1024; }  // + alignment slack
+  /// The ring depth the host runs by default: the deepest (at most kMaxStages, at least 2) with
+  /// which two CTAs share an SM (2 x (smem + 1 KB reserved) <= 228 KB), so that a programmatic
+  /// dependent's CTAs start beside this kernel's.
+  static constexpr int default_stages() {
+    int stages = kMaxStages;
+    while (stages > 2 && 2 * (smem_bytes(stages) + 1024) > 228 * 1024) --stages;
+    return stages;
+  }
+  static_assert(kStageBytes % 1024 == 0 && kMaxStages >= 2, "WgTile: stage layout");
 };
 
 /// The kernel: grid (BN-row tiles of w x split, BM-row tiles of x), clusters of `split` CTAs
@@ -74,14 +98,14 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
                         const Params p) {
 #if defined(KILN_SM90A_DEVICE)
   using Cfg = WgTile<BN, BM>;
-  constexpr int kStages = Cfg::kStages;
+  const int stages = p.stages;  // 2..Cfg::kMaxStages, checked by the host
   // Static shared memory: the stages' mbarriers (a build without this body has none: the host
   // tells an image with the body from one without by it).
-  __shared__ __align__(8) uint64_t full[kStages];
+  __shared__ __align__(8) uint64_t full[Cfg::kMaxStages];
   extern __shared__ __align__(16) uint8_t dynamic_smem[];
   const uint32_t base = sm90::smem_address(dynamic_smem);
   const uint32_t ring = (base + 1023u) & ~1023u;
-  float* red = reinterpret_cast<float*>(dynamic_smem + (ring - base) + kStages * Cfg::kStageBytes);
+  float* red = reinterpret_cast<float*>(dynamic_smem + (ring - base) + stages * Cfg::kStageBytes);
   const uint32_t full0 = sm90::smem_address(&full[0]);
   const int tid = static_cast<int>(threadIdx.x);
 
@@ -94,19 +118,23 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   const int nkb = max(min(kb_begin + p.blocks_per_rank, p.k_blocks) - kb_begin, 0);
 
   if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
+    for (int s = 0; s < stages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
     sm90::fence_mbarrier_init();
     sm90::prefetch_tensor_map(&map_w);
     sm90::prefetch_tensor_map(&map_x);
+    // This rank's share of w into L2 (see the top of the file: safe before the wait).
+    if (p.prefetch_l2)
+      for (int i = 0; i < nkb; ++i) prefetch_l2_2d(&map_w, (kb_begin + i) * Cfg::kBlockK, n0);
   }
   __syncthreads();
-  // Nothing global is read before this point: a dependent launch may have started us early.
+  // Nothing global is read into the CTA before this point: a dependent launch may have started
+  // us early (the L2 prefetch above brings nothing into the CTA).
   sm90::griddepcontrol_wait();
   sm90::griddepcontrol_launch_dependents();
 
-  // Local block i (k block kb_begin + i) into stage i % kStages (thread 0 only).
+  // Local block i (k block kb_begin + i) into stage i % stages (thread 0 only).
   auto issue = [&](int i) {
-    const int s = i % kStages;
+    const int s = i % stages;
     const uint32_t bar = full0 + 8 * s;
     const uint32_t a = ring + s * Cfg::kStageBytes;
     const int k0 = (kb_begin + i) * Cfg::kBlockK;
@@ -115,7 +143,7 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
     sm90::tma_load_2d(a + Cfg::kWBytes, &map_x, bar, k0, m0);
   };
   if (tid == 0)
-    for (int i = 0; i < kStages && i < nkb; ++i) issue(i);
+    for (int i = 0; i < stages && i < nkb; ++i) issue(i);
 
   float acc[Cfg::kAtoms][Cfg::kAccumulators];
 #pragma unroll
@@ -123,8 +151,8 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < Cfg::kAccumulators; ++j) acc[t][j] = 0.0f;
   for (int i = 0; i < nkb; ++i) {
-    const int s = i % kStages;
-    sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / kStages) & 1u);
+    const int s = i % stages;
+    sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / stages) & 1u);
     const uint32_t a = ring + s * Cfg::kStageBytes;
     const uint64_t desc_a = sm90::smem_descriptor_sw128(a);
     const uint64_t desc_b = sm90::smem_descriptor_sw128(a + Cfg::kWBytes);
@@ -142,9 +170,9 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
     }
     sm90::wgmma_commit_group();
     if (i > 0) {
-      // Block i - 1's wgmma have read their stage: refill it with the block kStages ahead.
+      // Block i - 1's wgmma have read their stage: refill it with the block stages ahead.
       sm90::wgmma_wait_group<1>();
-      if (tid == 0 && i - 1 + kStages < nkb) issue(i - 1 + kStages);
+      if (tid == 0 && i - 1 + stages < nkb) issue(i - 1 + stages);
     }
   }
   sm90::wgmma_wait_group<0>();

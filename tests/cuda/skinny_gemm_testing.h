@@ -122,6 +122,8 @@ struct Knobs {
   SkinnyKernel kernel = SkinnyKernel::Auto;  ///< check_shape: Auto runs every available kernel
   int block_n = 0;
   bool programmatic = true;
+  int stages = 0;
+  bool prefetch_l2 = true;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -140,6 +142,8 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   CAPTURE(static_cast<int>(knobs.kernel));
   CAPTURE(knobs.block_n);
   CAPTURE(knobs.programmatic);
+  CAPTURE(knobs.stages);
+  CAPTURE(knobs.prefetch_l2);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -157,6 +161,8 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   a.kernel = knobs.kernel;
   a.block_n = knobs.block_n;
   a.programmatic = knobs.programmatic;
+  a.stages = knobs.stages;
+  a.prefetch_l2 = knobs.prefetch_l2;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();

@@ -96,6 +96,14 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.kernel = SkinnyKernel::Portable, a.programmatic = false;
   CHECK(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Wgmma, a.stages = 5;  // the sm_90a kernel's ring depth, 2..8
+  CHECK(skinny_gemm_accepts(a));
+  a.stages = 1;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.stages = 9;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a = base, a.kernel = SkinnyKernel::Portable, a.stages = 4;
+  CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.kernel = static_cast<SkinnyKernel>(7);
   CHECK_FALSE(skinny_gemm_accepts(a));
 }

@@ -3,9 +3,10 @@
 // into NaN-poisoned outputs against float64 references on random data, both types, every
 // epilogue with and without bias and pre-activation, M from 1 to 200 (every BM and several row
 // tiles), N and K off the tiles, both tile widths, every split, padded output rows, with and
-// without programmatic dependent launch; and an up/down projection pair chained by programmatic
-// dependent launch in a CUDA graph, replayed into poisoned buffers. Elsewhere the cases say they
-// skip. (Its errors and routing: test_skinny_gemm.cpp.)
+// without programmatic dependent launch, every ring depth, with and without the L2 prefetch;
+// an up/down projection pair chained by programmatic dependent launch in a CUDA graph, replayed
+// into poisoned buffers; and weights overwritten by the kernel right before a programmatic
+// launch. Elsewhere the cases say they skip. (Its errors and routing: test_skinny_gemm.cpp.)
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
@@ -39,6 +40,47 @@ TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, both tile widths, every 
   }
   check_shape(64, 1024, 4096, {.kernel = kWg});  // the default choices
   check_shape(64, 4096, 1024, {.kernel = kWg, .programmatic = false});
+  // Ring depths from 2 (refilled every other block) to 8, and without the L2 prefetch.
+  for (int stages : {2, 3, 8}) {
+    check_shape(64, 4096, 1024, {.kernel = kWg, .stages = stages});
+    check_shape(129, 1000, 1032, {.kernel = kWg, .block_n = 128, .stages = stages});
+  }
+  check_shape(64, 1024, 4096, {.kernel = kWg, .prefetch_l2 = false});
+}
+
+TEST_CASE("skinny_gemm, sm_90a kernel: a kernel writing the weights right before a programmatic launch is seen") {
+  if (!skinny_wgmma_ready()) {
+    MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM");
+    return;
+  }
+  // The launch may start while the previous kernel runs and prefetches w into L2 before it
+  // waits; the previous kernel here overwrites w (as an optimizer step would). The result must
+  // come from the new w every time.
+  manual_seed(1509);
+  const int64_t m = 64, n = 4096, k = 1024;
+  Operands o = make_operands(m, n, k, kBFloat16);
+  const Tensor out = full({m, n}, kNaN, TensorOptions(kBFloat16).device(kGpu));
+  SkinnyGemmArgs a;
+  a.m = m, a.n = n, a.k = k;
+  a.x = o.gx.data_ptr(), a.ldx = k;
+  a.w = o.gw.data_ptr(), a.ldw = k;
+  a.bias = o.gb.data_ptr();
+  a.out = out.data_ptr(), a.ldo = n;
+  a.kernel = SkinnyKernel::Wgmma;
+  REQUIRE(a.programmatic);
+  REQUIRE(a.prefetch_l2);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    const double s = 2.0 / std::sqrt(static_cast<double>(k));
+    const Tensor w_new = random({n, k}, kBFloat16, -s, s);
+    const Tensor staged = w_new.to(kGpu);
+    cuda::synchronize();
+    skinny_gemm(a, current_stream());  // reads the old w, leaves it in L2
+    o.gw.copy_(staged);                // a kernel on the same stream writes the new w
+    skinny_gemm(a, current_stream());  // programmatic: may start during the copy
+    cuda::synchronize();
+    CHECK(relative_norm_error(values(out.cpu()), reference_h(o.x, w_new, o.b)) <= norm_tolerance(kBFloat16));
+  }
 }
 
 TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic dependent launch, in a CUDA graph") {
