@@ -83,6 +83,14 @@ if has sanitize; then
     -tc="${SAN_CASES:-*fused_linear_gelu*,*CudaGraph*,*captured*,*CUDA graph*,*capture*,*skinny*,*sm90*}" -tce='*float64*' > "$OUT/sanitizer.log" 2>&1
   say "compute-sanitizer rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1) $(grep -E 'test cases:' "$OUT/sanitizer.log")"
 fi
+if has skinny; then
+  # Issue 15's batch-64 MLP block: the skinny GEMM's benchmark (its block rows compare the ring
+  # depths and the L2 prefetch in one process) and the fused_mlp example's latencies.
+  timeout 150 $B/bench/skinny_gemm > "$OUT/skinny.txt" 2>&1; say "skinny_gemm rc=$? at $(date +%T)"
+  grep -E "mlp block|graph|target" "$OUT/skinny.txt" | head -30 >> "$S"
+  timeout 90 $B/examples/fused_mlp --device cuda --dtype bfloat16 --batch 64 4096 --iterations 300 >> "$OUT/skinny.txt" 2>&1
+  say "fused_mlp rc=$?"; grep -A6 "^Latency" "$OUT/skinny.txt" >> "$S"
+fi
 if has mlp; then
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
   if cmake --install $B --prefix "$PWD/$B/install" > "$OUT/libtorch.log" 2>&1 &&

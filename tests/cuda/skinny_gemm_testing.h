@@ -113,6 +113,20 @@ inline Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
   return o;
 }
 
+/// The sm_90a kernel's arguments for out[m, n] = epilogue(x w^T + bias), all dense device tensors.
+inline SkinnyGemmArgs wgmma_args(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out,
+                                 SkinnyEpilogue e) {
+  SkinnyGemmArgs a;
+  a.epilogue = e;
+  a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
+  a.x = x.data_ptr(), a.ldx = a.k;
+  a.w = w.data_ptr(), a.ldw = a.k;
+  a.bias = bias.data_ptr();
+  a.out = out.data_ptr(), a.ldo = a.n;
+  a.kernel = SkinnyKernel::Wgmma;
+  return a;
+}
+
 /// The leading dimension a case stores out and pre with: n, or wider (padding that must stay
 /// poisoned, and rows whose 8-byte stores are misaligned).
 struct Knobs {

@@ -60,13 +60,7 @@ TEST_CASE("skinny_gemm, sm_90a kernel: a kernel writing the weights right before
   const int64_t m = 64, n = 4096, k = 1024;
   Operands o = make_operands(m, n, k, kBFloat16);
   const Tensor out = full({m, n}, kNaN, TensorOptions(kBFloat16).device(kGpu));
-  SkinnyGemmArgs a;
-  a.m = m, a.n = n, a.k = k;
-  a.x = o.gx.data_ptr(), a.ldx = k;
-  a.w = o.gw.data_ptr(), a.ldw = k;
-  a.bias = o.gb.data_ptr();
-  a.out = out.data_ptr(), a.ldo = n;
-  a.kernel = SkinnyKernel::Wgmma;
+  const SkinnyGemmArgs a = wgmma_args(o.gx, o.gw, o.gb, out, SkinnyEpilogue::Bias);
   REQUIRE(a.programmatic);
   REQUIRE(a.prefetch_l2);
   for (int round = 0; round < 3; ++round) {
@@ -97,21 +91,8 @@ TEST_CASE("skinny_gemm, sm_90a kernel: two launches chained by programmatic depe
   const Tensor w2 = random({d, f}, kBFloat16, -2.0 / 64, 2.0 / 64), b2 = random({d}, kBFloat16, -0.5, 0.5);
   const Tensor gw2 = w2.to(kGpu), gb2 = b2.to(kGpu);
   Tensor h = full({m, f}, kNaN, o), y = full({m, d}, kNaN, o);
-  SkinnyGemmArgs a1;
-  a1.epilogue = SkinnyEpilogue::GeluExact;
-  a1.m = m, a1.n = f, a1.k = d;
-  a1.x = up.gx.data_ptr(), a1.ldx = d;
-  a1.w = up.gw.data_ptr(), a1.ldw = d;
-  a1.bias = up.gb.data_ptr();
-  a1.out = h.data_ptr(), a1.ldo = f;
-  a1.kernel = SkinnyKernel::Wgmma;
-  SkinnyGemmArgs a2 = a1;
-  a2.epilogue = SkinnyEpilogue::Bias;
-  a2.n = d, a2.k = f;
-  a2.x = h.data_ptr(), a2.ldx = f;
-  a2.w = gw2.data_ptr(), a2.ldw = f;
-  a2.bias = gb2.data_ptr();
-  a2.out = y.data_ptr(), a2.ldo = d;
+  const SkinnyGemmArgs a1 = wgmma_args(up.gx, up.gw, up.gb, h, SkinnyEpilogue::GeluExact);
+  const SkinnyGemmArgs a2 = wgmma_args(h, gw2, gb2, y, SkinnyEpilogue::Bias);
   REQUIRE(a2.programmatic);  // the default: both launches programmatic
   REQUIRE(skinny_gemm_accepts(a1));
   REQUIRE(skinny_gemm_accepts(a2));
