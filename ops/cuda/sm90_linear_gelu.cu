@@ -30,6 +30,7 @@ namespace sm90 {
 enum class Schedule : uint8_t {
   Cooperative,  ///< 128 x 256 tiles, both consumers on each (64 rows each)
   Pingpong,     ///< 128 x 128 tiles, one consumer each, alternating
+  Pingpong64,   ///< 64 x 256 tiles (one m64n256 wgmma per k step), one consumer each, alternating
 };
 
 /// Where the exact GELU runs and how outputs are staged (sm90_epilogue.cuh). TF32's float
@@ -57,16 +58,24 @@ struct Variant {
 
 /// The TileConfig of a variant: ring depth against the 16-bit types' staging buffers (one per
 /// consumer): half-tile staging keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong) stages,
-/// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7.
+/// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7. Ping-pong 64 x 256 (40 KB stages):
+/// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
+/// staging (32 KB) or half-tile unchunked 4; TF32 5.
 template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
+  static constexpr bool kChunked = E == Epilogue::Registers;
+  using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
+                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
                  kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers>,
-      TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false, Degree>>;
+      std::conditional_t<S == Schedule::Pingpong,
+                         TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false,
+                                    Degree>,
+                         Pingpong64Config>>;
 };
 template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
 using ConfigFor = typename ConfigSelect<T, S, C, E, Degree>::type;
@@ -250,19 +259,26 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     KILN_CHECK(v.gelu_degree == kGeluFastDegree || v.gelu_degree == 9, "sm90_linear_gelu: no GELU fit of degree {}",
                v.gelu_degree);
     const bool nr9 = v.gelu_degree == 9 && kGeluFastDegree != 9;  // the fit before v5 (Registers* only)
+    // (The 64 x 256 ping-pong, new in v6, is built with the shipped fit only.)
+    KILN_CHECK(!(nr9 && S == Schedule::Pingpong64), "sm90_linear_gelu: the 64-row ping-pong has no degree-9 build");
     switch (v.epilogue) {
       case Epilogue::Registers:
-        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
-        else launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
+        if constexpr (S != Schedule::Pingpong64)
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
+        launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
         return;
       case Epilogue::RegistersUnchunked:
-        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
-        else launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
+        if constexpr (S != Schedule::Pingpong64)
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
+        launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
         return;
       case Epilogue::RegistersWholeTile:
         launch_config<ConfigFor<T, S, C, Epilogue::RegistersWholeTile>>(a, stream, v);
         return;
-      case Epilogue::Offload: launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v); return;
+      case Epilogue::Offload:
+        if constexpr (S != Schedule::Pingpong64) launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v);
+        else KILN_CHECK(false, "sm90_linear_gelu: the offloaded epilogue needs the cooperative schedule");
+        return;
       case Epilogue::Interleaved:
         if constexpr (S == Schedule::Cooperative)
           launch_config<ConfigFor<T, S, C, Epilogue::Interleaved>>(a, stream, v);
@@ -274,6 +290,9 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
   if (v.schedule == Schedule::Pingpong) {
     if (v.cluster == 2) with_epilogue.template operator()<Schedule::Pingpong, 2>();
     else with_epilogue.template operator()<Schedule::Pingpong, 1>();
+  } else if (v.schedule == Schedule::Pingpong64) {
+    if (v.cluster == 2) with_epilogue.template operator()<Schedule::Pingpong64, 2>();
+    else with_epilogue.template operator()<Schedule::Pingpong64, 1>();
   } else {
     if (v.cluster == 2) with_epilogue.template operator()<Schedule::Cooperative, 2>();
     else with_epilogue.template operator()<Schedule::Cooperative, 1>();

@@ -4,17 +4,19 @@
 // A CTA has three warpgroups. Warpgroup 0 is the producer: one thread walks this CTA's tiles
 // and, per 128-byte-wide k block, waits for a free stage of the shared-memory ring (its
 // "empty" mbarrier), announces the stage's bytes on its "full" mbarrier and issues the TMA
-// loads of the x tile (128 rows) and the w tile (kBlockN rows), 128B-swizzled; out-of-bounds
+// loads of the x tile (kBlockM rows) and the w tile (kBlockN rows), 128B-swizzled; out-of-bounds
 // rows and columns arrive as zeros. Warpgroups 1 and 2 are consumers: they wait on "full",
 // issue wgmma on the stage (4 k steps of 32 bytes), keep one wgmma group in flight and
 // release the previous stage on "empty". Two ways to share the tiles, chosen by kPingpong:
 //   - cooperative: both consumers work on one 128 x kBlockN tile, 64 rows each;
-//   - ping-pong: each consumer owns every other tile (128 x kBlockN, two m64 atoms), so one
-//     consumer's epilogue runs while the other's wgmma keeps the tensor cores busy. The two
-//     mainloops take turns (a "turn" mbarrier per consumer, arrived on by the other when its
-//     mainloop has issued its last k block): besides keeping the tensor cores to one tile at a
-//     time, this is what makes the parity waits sound, since a consumer skips the other's
-//     ring positions and must never wait on a stage whose previous fill has not landed yet.
+//   - ping-pong: each consumer owns every other tile (128 x kBlockN, two m64 atoms, or, since
+//     v6, 64 x kBlockN, one m64n256 atom: the cooperative tile's wgmma efficiency per
+//     instruction), so one consumer's epilogue runs while the other's wgmma keeps the tensor
+//     cores busy. The two mainloops take turns (a "turn" mbarrier per consumer, arrived on
+//     by the other when its mainloop has issued its last k block): besides keeping the tensor
+//     cores to one tile at a time, this is what makes the parity waits sound, since a consumer
+//     skips the other's ring positions and must never wait on a stage whose previous fill
+//     has not landed yet.
 // The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
 // asked, applies the exact GELU and stores out, each element once: through a shared-memory
 // buffer per consumer and TMA stores for 16-bit outputs, or straight from registers.
@@ -58,17 +60,19 @@ namespace kiln::cuda_kernels::sm90 {
 /// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false>
+          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128>
 struct TileConfig {
   using Element = T;
-  static constexpr int kBlockM = 128;
+  /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
+  /// tile, 128 rows (two m64 atoms, v1-v3's) or 64 (one m64n256 atom, v6's).
+  static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
   static constexpr bool kPingpong = Pingpong;
   static constexpr int kCluster = Cluster;
   static constexpr int kStages = Stages;
   static constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));  ///< one 128-byte swizzle row
   static constexpr int kKSteps = 4;                                    ///< wgmma k steps (32 bytes) per stage
-  static constexpr int kMAtoms = Pingpong ? 2 : 1;                     ///< m64 atoms per consumer
+  static constexpr int kMAtoms = Pingpong ? BlockM / 64 : 1;           ///< m64 atoms per consumer
   static constexpr int kConsumerRows = 64 * kMAtoms;
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kBBytes = kBlockN * 128;
@@ -98,6 +102,8 @@ struct TileConfig {
   static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
+  static_assert(Pingpong ? (BlockM == 64 || BlockM == 128) : BlockM == 128,
+                "TileConfig: 128-row cooperative tiles, 64- or 128-row ping-pong tiles");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
   static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
 };
