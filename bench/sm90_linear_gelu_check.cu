@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..vd>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..vg>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize [0,1,...]              a few small calls of every variant, or of those listed
@@ -20,7 +20,8 @@
 // fit); v8 = v0 with the degree-9 fit; v9 = v7 with the degree-5 fit; (v6 of the notes) va
 // ping-pong with 64 x 256 tiles, GELU chunk by chunk before each quarter-tile store, 5 stages;
 // vb = va in clusters of 2 (w multicast); vc ping-pong 64 x 256, whole-tile staging (the whole
-// tile's GELU, then one store), 4 stages; vd = vc in clusters of 2;
+// tile's GELU, then one store), 4 stages; vd = vc in clusters of 2; ve = va and vf = vb with
+// two wgmma groups in flight instead of one; vg = v0 with two wgmma groups in flight;
 //   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
 //   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
 // scripts/sm90_gpu_check.sh builds and runs it.
@@ -57,7 +58,8 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 14;
+constexpr int kNumVariants = 17;
+constexpr int kShippedFit = kiln::cuda_kernels::kGeluFastDegree;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -73,14 +75,19 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Pingpong64, 1, Epilogue::Registers},
                                                {Schedule::Pingpong64, 2, Epilogue::Registers},
                                                {Schedule::Pingpong64, 1, Epilogue::RegistersWholeTile},
-                                               {Schedule::Pingpong64, 2, Epilogue::RegistersWholeTile}};
+                                               {Schedule::Pingpong64, 2, Epilogue::RegistersWholeTile},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 2},
+                                               {Schedule::Pingpong64, 2, Epilogue::Registers, 16, kShippedFit, 2},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 2}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
                                            "coop 3st GELU interleaved",   "v4: coop 4st unchunked deg-9",
                                            "coop 4st chunked deg-9",      "coop 4st unchunked",
                                            "pp64 5st chunked",            "pp64 c2 5st chunked",
-                                           "pp64 4st whole-tile",         "pp64 c2 4st whole-tile"};
+                                           "pp64 4st whole-tile",         "pp64 c2 4st whole-tile",
+                                           "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
+                                           "coop 4st chunked 2 in flight"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;
@@ -624,12 +631,12 @@ int main(int argc, char** argv) {
       if (variant_index(ch) >= 0) variants.push_back(variant_index(ch));
     return variants;
   };
-  if (mode == "sanitize") return sanitize(variant_list("0,1,2,3,4,5,6,7,8,9,a,b,c,d"));
+  if (mode == "sanitize") return sanitize(variant_list("0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,g"));
   if (mode == "bench") return bench(variant_list("0,1,2,3,4,5"));
   if (mode == "gelu") return kiln_bench::gelu_fast_every_value();
   std::fprintf(stderr,
-               "usage: %s correct <dispatch|v0..v9|va..vd|full0..fulld> | sanitize [0,1,...,d] | gelu | bench "
-               "[0,1,...,d]\n",
+               "usage: %s correct <dispatch|v0..v9|va..vg|full0..fullg> | sanitize [0,1,...,g] | gelu | bench "
+               "[0,1,...,g]\n",
                argv[0]);
   return 2;
 }

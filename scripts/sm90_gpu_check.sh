@@ -10,7 +10,7 @@
 #   scripts/sm90_gpu_check.sh                    # from a Kiln checkout on an H100/H200
 #   SRC=/path/to/copied/tree OUT=/tmp/o scripts/sm90_gpu_check.sh
 #   VARIANTS="v0 v7" BENCH="0,7" FULL="6" ...    # checked and benchmarked variants; variants run on the
-#                                                # dispatch's case list too (names 0-9, a-d)
+#                                                # dispatch's case list too (names 0-9, a-g)
 #   SANITIZE="0,a" ...                           # variants run under compute-sanitizer (default: all)
 #   SKIP_SANITIZE=1 SKIP_DISPATCH=1 ...          # no compute-sanitizer runs, no dispatch correctness run
 # The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>

@@ -51,6 +51,7 @@ struct Variant {
   Epilogue epilogue = Epilogue::Registers;
   int group_m = 16;
   int gelu_degree = kGeluFastDegree;  ///< gelu_fast's fit (the harness also builds 9 for Registers*)
+  int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
 #endif
@@ -61,24 +62,25 @@ struct Variant {
 /// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7. Ping-pong 64 x 256 (40 KB stages):
 /// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
 /// staging (32 KB) or half-tile unchunked 4; TF32 5.
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
   static constexpr bool kChunked = E == Epilogue::Registers;
   using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
-                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64>;
+                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64,
+                                      Inflight>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
-                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers>,
+                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers, 128, Inflight>,
       std::conditional_t<S == Schedule::Pingpong,
                          TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false,
                                     Degree>,
                          Pingpong64Config>>;
 };
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
-using ConfigFor = typename ConfigSelect<T, S, C, E, Degree>::type;
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
+using ConfigFor = typename ConfigSelect<T, S, C, E, Degree, Inflight>::type;
 
 namespace {
 
@@ -261,10 +263,18 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     const bool nr9 = v.gelu_degree == 9 && kGeluFastDegree != 9;  // the fit before v5 (Registers* only)
     // (The 64 x 256 ping-pong, new in v6, is built with the shipped fit only.)
     KILN_CHECK(!(nr9 && S == Schedule::Pingpong64), "sm90_linear_gelu: the 64-row ping-pong has no degree-9 build");
+    // (Two wgmma groups in flight: built for the chunked epilogue of the 64-row ping-pong and of
+    // the cooperative tile, one CTA per cluster, only.)
+    KILN_CHECK(v.inflight == 1 || (v.inflight == 2 && v.epilogue == Epilogue::Registers &&
+                                   (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))),
+               "sm90_linear_gelu: no build with {} wgmma groups in flight for this variant", v.inflight);
     switch (v.epilogue) {
       case Epilogue::Registers:
         if constexpr (S != Schedule::Pingpong64)
           if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
+        if constexpr (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))
+          if (v.inflight == 2)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 2>>(a, stream, v);
         launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
         return;
       case Epilogue::RegistersUnchunked:
@@ -299,10 +309,10 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
   }
 #else
   KILN_CHECK(v.schedule == Schedule::Cooperative && v.cluster == 1 && v.epilogue == Epilogue::Registers &&
-                 v.gelu_degree == kGeluFastDegree,
-             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}) is built into the "
-             "benchmark only",
-             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree);
+                 v.gelu_degree == kGeluFastDegree && v.inflight == 1,
+             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}, {} wgmma groups in "
+             "flight) is built into the benchmark only",
+             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree, v.inflight);
   launch_config<ConfigFor<T, Schedule::Cooperative, 1, Epilogue::Registers>>(a, stream, v);
 #endif
 }

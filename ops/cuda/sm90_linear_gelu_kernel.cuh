@@ -60,7 +60,8 @@ namespace kiln::cuda_kernels::sm90 {
 /// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128>
+          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128,
+          int Inflight = 1>
 struct TileConfig {
   using Element = T;
   /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
@@ -90,6 +91,9 @@ struct TileConfig {
   /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
   static constexpr bool kChunkGelu = ChunkGelu;
   static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
+  /// wgmma groups (k blocks) a consumer keeps in flight while it issues the next: 1 until v6; 2
+  /// gives a lone ping-pong consumer twice the slack before the tensor cores run dry.
+  static constexpr int kInflight = Inflight;
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
   // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
@@ -104,6 +108,7 @@ struct TileConfig {
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
   static_assert(Pingpong ? (BlockM == 64 || BlockM == 128) : BlockM == 128,
                 "TileConfig: 128-row cooperative tiles, 64- or 128-row ping-pong tiles");
+  static_assert(Inflight >= 1 && Inflight < Stages, "TileConfig: 1 .. kStages - 1 wgmma groups in flight");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
   static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
 };
@@ -220,15 +225,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (threadIdx.x == 0) {
       prefetch_tensor_map(&map_x);
       prefetch_tensor_map(&map_w);
-      int64_t it = 0;  // ring position (64-bit: tiles x k blocks may pass 2^31)
+      // Ring position as (stage, phase), stepped without a division (v6: a division by a stage
+      // count that is no power of two sat on every k block's path).
+      int s = 0;
+      uint32_t phase = 0;
       for (int u = cluster; u < units; u += clusters) {
         const int2 unit = unit_coordinates(u, p);
         const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
         const int n0 = unit.y * Cfg::kBlockN;
-        for (int kb = 0; kb < p.k_blocks; ++kb, ++it) {
-          const int s = static_cast<int>(it % kStages);
-          const uint32_t round = static_cast<uint32_t>(it / kStages);
-          mbarrier_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
+        for (int kb = 0; kb < p.k_blocks; ++kb, s = (s + 1 == kStages) ? 0 : s + 1, phase ^= (s == 0) ? 1u : 0u) {
+          mbarrier_wait(empty0 + 8 * s, phase ^ 1u);
           const uint32_t full = full0 + 8 * s;
           const uint32_t a = ring + s * Cfg::kStageBytes;
           const uint32_t b = a + Cfg::kABytes;
@@ -313,28 +319,32 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
-      if constexpr (Cfg::kPingpong) {
-        // The other consumer's previous tile has all its k blocks in (and issued).
-        if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
-      }
       const int2 unit = unit_coordinates(u, p);
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
-      const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;  // ring position of this tile's first k block
+      // Ring position of this tile's first k block as (stage, phase): one division per tile,
+      // the k blocks step without one.
+      const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;
+      const int s0 = static_cast<int>(it0 % kStages);
+      uint32_t phase = static_cast<uint32_t>(it0 / kStages) & 1u;
       // The tile's bias, one column pair per thread, read now so its latency hides behind the
       // mainloop; it goes to the warpgroup's shared copy after the mainloop.
       constexpr int kPairs = Cfg::kBlockN / 2;
       BiasPair<T> bias_pair{};
       if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
-      int previous_stage = 0;
+      if constexpr (Cfg::kPingpong) {
+        // The other consumer's previous tile has all its k blocks in (and issued). (Since v6 the
+        // tile's coordinates and bias loads come first, off the tensor cores' critical path.)
+        if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
+      }
       // Interleave: units done so far, and the k blocks they are spread over (three quarters of
       // the mainloop, so the last block's store has read the buffer before it is reused).
       int units_done = 0;
       const int span = max(1, (3 * p.k_blocks) / 4);
+      constexpr int kInflight = Cfg::kInflight;
+      int s = s0;
       for (int kb = 0; kb < p.k_blocks; ++kb) {
-        const int64_t it = it0 + kb;
-        const int s = static_cast<int>(it % kStages);
-        mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(it / kStages) & 1u);
+        mbarrier_wait(full0 + 8 * s, phase);
         const uint32_t a = ring + s * Cfg::kStageBytes + row_in_tile * 128;
         const uint32_t b = ring + s * Cfg::kStageBytes + Cfg::kABytes;
         const uint64_t desc_b = smem_descriptor_sw128(b);
@@ -355,12 +365,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (; units_done < target; ++units_done) deferred_unit(units_done);
           }
         }
-        if (kb > 0) {
-          // The previous k block's wgmma group is done: its stage can be refilled.
-          wgmma_wait_group<1>();
-          release(previous_stage);
+        if (kb >= kInflight) {
+          // The wgmma group kInflight k blocks back is done: its stage can be refilled.
+          wgmma_wait_group<kInflight>();
+          release(s >= kInflight ? s - kInflight : s - kInflight + kStages);
         }
-        previous_stage = s;
+        if (++s == kStages) s = 0, phase ^= 1u;
       }
       if constexpr (Cfg::kPingpong) {
         if (thread == 0) mbarrier_arrive(turn0 + 8 * (1 - consumer));
@@ -370,7 +380,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
         for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
-      release(previous_stage);
+      // The last min(kInflight, k_blocks) stages, oldest first.
+      for (int j = min(kInflight, p.k_blocks); j > 0; --j) release(s >= j ? s - j : s - j + kStages);
 
       // ---- epilogue ----
 #if defined(KILN_SM90_BENCH_HOOKS)
