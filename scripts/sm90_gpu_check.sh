@@ -13,6 +13,7 @@
 #                                                # dispatch's case list too (names 0-9, a-g)
 #   SANITIZE="0,a" ...                           # variants run under compute-sanitizer (default: all)
 #   SKIP_SANITIZE=1 SKIP_DISPATCH=1 ...          # no compute-sanitizer runs, no dispatch correctness run
+#   BENCH_TIMEOUT=210 ...                        # seconds for the benchmark (default 150)
 # The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
 # (default $SRC/include, where a copied tree can carry them).
 set -uo pipefail
@@ -61,7 +62,8 @@ if [[ -n "${BENCH:-}" ]]; then  # the requested variants that passed
   bench_list=""
   for v in ${BENCH//,/ }; do [[ ",$variants" == *",$v,"* ]] && bench_list="$bench_list$v,"; done
 fi
-timeout ${BENCH_TIMEOUT:-150} "$BIN" bench "${bench_list:-none}" > "$OUT/bench.log" 2>&1 || { status=1; echo "bench rc $?"; }
+timeout "${BENCH_TIMEOUT:-150}" "$BIN" bench "${bench_list:-none}" > "$OUT/bench.log" 2>&1 \
+  || { status=1; echo "bench rc $?"; }
 if [[ -z "${SKIP_DISPATCH:-}" ]]; then
   timeout 70 "$BIN" correct dispatch >> "$OUT/correct.log" 2>&1 || { status=1; echo "dispatch correctness failed"; }
 fi

@@ -252,8 +252,9 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 /// Enqueues the kernel in `variant` for element type T. The library builds only the
 /// configuration it dispatches to (cooperative, one CTA per cluster, GELU in the consumers
 /// chunk by chunk, the shipped GELU fit); the benchmark harness (KILN_SM90_BENCH_HOOKS) also
-/// builds the ping-pong, cluster, offloaded, interleaved and unchunked ones and the degree-9
-/// fit it was measured against (docs/notes/sm90_linear_gelu.md).
+/// builds the ping-pong (128- and 64-row tiles), cluster, offloaded, interleaved and unchunked
+/// ones, two wgmma groups in flight, and the degree-9 fit it was measured against
+/// (docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
@@ -334,7 +335,9 @@ Variant choose_variant(const Sm90LinearGeluArgs&) {
   // GELU runs just before its store, so the second chunk's GELU hides the first chunk's TMA
   // store (7% faster at 4096 x 1024 x 4096 bf16, 5% at 8192 x 4096 x 16384). Clusters of 2
   // (w multicast), the ping-pong schedule, the GELU offloaded to the producer warpgroup's spare
-  // warps and the GELU interleaved with the next tile's wgmma were slower.
+  // warps and the GELU interleaved with the next tile's wgmma were slower. v6's 64 x 256
+  // ping-pong was 4% faster at 4096 x 1024 x 4096 but 5% slower at 8192 x 4096 x 16384 and at
+  // K = 4096, so not taken; two wgmma groups in flight were slower for both schedules.
   Variant v;
   v.schedule = Schedule::Cooperative;
   v.cluster = 1;

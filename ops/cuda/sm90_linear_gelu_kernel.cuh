@@ -35,9 +35,9 @@
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
 // The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
-// chunked GELU (measured fastest on an H200); ping-pong, clusters, the offloaded and the
-// interleaved GELU are built into the benchmark harness only, which compares them
-// (docs/notes/sm90_linear_gelu.md).
+// chunked GELU (measured fastest on an H200 at the target shapes); ping-pong (128- and 64-row
+// tiles), clusters, the offloaded and the interleaved GELU and two wgmma groups in flight are
+// built into the benchmark harness only, which compares them (docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
