@@ -1,10 +1,10 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..v9>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..vg>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
-//   check sanitize                        a few small calls of every variant (run it under
-//                                         compute-sanitizer);
+//   check sanitize [0,1,...]              a few small calls of every variant, or of those listed
+//                                         (run it under compute-sanitizer);
 //   check bench [0,1,...]                 CUDA-event medians of the kernel against cuBLASLt's plain
 //                                         GEMM, GEMM+bias, GEMM+GELU_BIAS (tanh) and GEMM+bias then a
 //                                         separate exact-GELU kernel, rotating weight sets.
@@ -17,7 +17,11 @@
 // v4 = v1 and v5 = v3 in clusters of 2; v6 cooperative, 3 stages, each tile's GELU and out
 // stores interleaved with the next tile's wgmma (the CTA's last tile in registers); v7 the
 // configuration shipped before v5 (the whole tile's GELU, then its two store chunks, degree-9
-// fit); v8 = v0 with the degree-9 fit; v9 = v7 with the degree-5 fit;
+// fit); v8 = v0 with the degree-9 fit; v9 = v7 with the degree-5 fit; (v6 of the notes) va
+// ping-pong with 64 x 256 tiles, GELU chunk by chunk before each quarter-tile store, 5 stages;
+// vb = va in clusters of 2 (w multicast); vc ping-pong 64 x 256, whole-tile staging (the whole
+// tile's GELU, then one store), 4 stages; vd = vc in clusters of 2; ve = va and vf = vb with
+// two wgmma groups in flight instead of one; vg = v0 with two wgmma groups in flight;
 //   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
 //   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
 // scripts/sm90_gpu_check.sh builds and runs it.
@@ -54,7 +58,8 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 10;
+constexpr int kNumVariants = 17;
+constexpr int kShippedFit = kiln::cuda_kernels::kGeluFastDegree;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -66,12 +71,30 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 1, Epilogue::Interleaved},
                                                {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked, 16, 9},
                                                {Schedule::Cooperative, 1, Epilogue::Registers, 16, 9},
-                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked}};
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers},
+                                               {Schedule::Pingpong64, 2, Epilogue::Registers},
+                                               {Schedule::Pingpong64, 1, Epilogue::RegistersWholeTile},
+                                               {Schedule::Pingpong64, 2, Epilogue::RegistersWholeTile},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 2},
+                                               {Schedule::Pingpong64, 2, Epilogue::Registers, 16, kShippedFit, 2},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 2}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
                                            "coop 3st GELU interleaved",   "v4: coop 4st unchunked deg-9",
-                                           "coop 4st chunked deg-9",      "coop 4st unchunked"};
+                                           "coop 4st chunked deg-9",      "coop 4st unchunked",
+                                           "pp64 5st chunked",            "pp64 c2 5st chunked",
+                                           "pp64 4st whole-tile",         "pp64 c2 4st whole-tile",
+                                           "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
+                                           "coop 4st chunked 2 in flight"};
+/// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
+int variant_index(char ch) {
+  const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;
+  return i < kNumVariants ? i : -1;
+}
+/// Variants that run at every benchmark shape and dtype (the shipped one, v4's, the v6 candidates).
+bool bench_everywhere(int v) { return v == 0 || v == 7 || v >= 10; }
 
 size_t esize(Sm90GemmType t) { return t == Sm90GemmType::TF32 ? 4 : 2; }
 const char* tname(Sm90GemmType t) {
@@ -296,7 +319,11 @@ int correct(const std::string& what) {
   // "dispatch": the public entry; "vN": variant N on the variant list; "fullN": variant N on
   // the dispatch's list (what a switch of the dispatch to N must pass).
   const bool full = what.rfind("full", 0) == 0;
-  const int variant = what == "dispatch" ? -1 : what.back() - '0';
+  const int variant = what == "dispatch" ? -1 : variant_index(what.back());
+  if (what != "dispatch" && variant < 0) {
+    std::printf("RESULT correctness %s: no such variant\n", what.c_str());
+    return 1;
+  }
   std::printf("== correctness: %s%s\n", variant < 0 ? "public dispatch" : kVariantNames[variant],
               full ? " (dispatch case list)" : "");
   const int64_t edge[] = {1, 7, 127, 1000, 4095, 4097};
@@ -335,17 +362,20 @@ int correct(const std::string& what) {
   return failures == 0 ? 0 : 1;
 }
 
-int sanitize() {
+int sanitize(const std::vector<int>& variants) {
   std::mt19937_64 rng(7);
   int failures = 0;
   double worst = 0;
-  for (int v = 0; v < kNumVariants; ++v) {
+  for (int v : variants) {
     failures += run_case({Sm90GemmType::BFloat16, 200, 304, 200, true, true}, v, rng, &worst) ? 0 : 1;
     failures += run_case({Sm90GemmType::BFloat16, 200, 300, 200, true, true, 8}, v, rng, &worst) ? 0 : 1;
     failures += run_case({Sm90GemmType::TF32, 130, 260, 36, true, false}, v, rng, &worst) ? 0 : 1;
   }
-  // Interleaved GELU: more tiles than SMs, so CTAs defer a tile's GELU to the next mainloop.
-  failures += run_case({Sm90GemmType::BFloat16, 1100, 4700, 72, true, true}, 6, rng, &worst) ? 0 : 1;
+  // More tiles than SMs: the interleaved GELU defers a tile's GELU to the next mainloop; the
+  // ping-pong consumers take turns over several tiles each.
+  for (int v : variants)
+    if (v == 6 || v >= 10)
+      failures += run_case({Sm90GemmType::BFloat16, 1100, 4700, 72, true, true}, v, rng, &worst) ? 0 : 1;
   failures += run_case({Sm90GemmType::Float16, 1, 7, 8, false, true}, -1, rng, &worst) ? 0 : 1;
   std::printf("RESULT sanitize-run: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
@@ -545,13 +575,13 @@ int bench(const std::vector<int>& variants) {
         median_us(ours(nullptr, false), reps, s), t_bias);
     row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
     for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && v != 0 && v != 7) continue;
+      if (sh.t != Sm90GemmType::BFloat16 && !bench_everywhere(v)) continue;
       row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
     }
     const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
     if (target)
       for (int v : variants) {
-        if (v != 0 && v != 7) continue;
+        if (!bench_everywhere(v)) continue;
         for (int skip : {1, 2}) {
           sm90::Variant var = kVariants[v];
           var.bench_skip = skip;
@@ -565,7 +595,8 @@ int bench(const std::vector<int>& variants) {
         row(name, median_us(ours(&var, true), reps, s), t_bias);
       }
     if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : {0})
+      for (int v : variants) {
+        if (v != 0 && v < 10) continue;
         for (int g : {8, 32}) {
           sm90::Variant var = kVariants[v];
           var.group_m = g;
@@ -573,6 +604,7 @@ int bench(const std::vector<int>& variants) {
           std::snprintf(name, sizeof name, "%s group %d", kVariantNames[v], g);
           row(name, median_us(ours(&var, false), reps, s), t_bias);
         }
+      }
     for (int i = 0; i < sets; ++i) CK(cudaFree(xs[i])), CK(cudaFree(ws[i]));
     for (void* p : {bias, out, pre}) CK(cudaFree(p));
   }
@@ -591,16 +623,20 @@ int main(int argc, char** argv) {
   std::printf("device: %s, cc %d.%d, %d SMs, L2 %d MB\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               prop.l2CacheSize >> 20);
   if (mode == "correct" && argc > 2) return correct(argv[2]);
-  if (mode == "sanitize") return sanitize();
-  if (mode == "bench") {
+  // A list of variants: their one-character names (0-9, a, b, ...), anything else separates.
+  auto variant_list = [&](const char* fallback) {
     std::vector<int> variants;
-    const std::string list = argc > 2 ? argv[2] : "0,1,2,3,4,5";
+    const std::string list = argc > 2 ? argv[2] : fallback;
     for (char ch : list)
-      if (ch >= '0' && ch < '0' + kNumVariants) variants.push_back(ch - '0');
-    return bench(variants);
-  }
+      if (variant_index(ch) >= 0) variants.push_back(variant_index(ch));
+    return variants;
+  };
+  if (mode == "sanitize") return sanitize(variant_list("0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,g"));
+  if (mode == "bench") return bench(variant_list("0,1,2,3,4,5"));
   if (mode == "gelu") return kiln_bench::gelu_fast_every_value();
-  std::fprintf(stderr, "usage: %s correct <dispatch|v0..v9|full0..full9> | sanitize | gelu | bench [0,1,...,9]\n",
+  std::fprintf(stderr,
+               "usage: %s correct <dispatch|v0..v9|va..vg|full0..fullg> | sanitize [0,1,...,g] | gelu | bench "
+               "[0,1,...,g]\n",
                argv[0]);
   return 2;
 }

@@ -30,6 +30,7 @@ namespace sm90 {
 enum class Schedule : uint8_t {
   Cooperative,  ///< 128 x 256 tiles, both consumers on each (64 rows each)
   Pingpong,     ///< 128 x 128 tiles, one consumer each, alternating
+  Pingpong64,   ///< 64 x 256 tiles (one m64n256 wgmma per k step), one consumer each, alternating
 };
 
 /// Where the exact GELU runs and how outputs are staged (sm90_epilogue.cuh). TF32's float
@@ -50,6 +51,7 @@ struct Variant {
   Epilogue epilogue = Epilogue::Registers;
   int group_m = 16;
   int gelu_degree = kGeluFastDegree;  ///< gelu_fast's fit (the harness also builds 9 for Registers*)
+  int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
 #endif
@@ -57,19 +59,28 @@ struct Variant {
 
 /// The TileConfig of a variant: ring depth against the 16-bit types' staging buffers (one per
 /// consumer): half-tile staging keeps 4 x 48 KB (cooperative) or 6 x 32 KB (ping-pong) stages,
-/// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7.
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
+/// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7. Ping-pong 64 x 256 (40 KB stages):
+/// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
+/// staging (32 KB) or half-tile unchunked 4; TF32 5.
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
+  static constexpr bool kChunked = E == Epilogue::Registers;
+  using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
+                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64,
+                                      Inflight>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
-                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers>,
-      TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false, Degree>>;
+                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers, 128, Inflight>,
+      std::conditional_t<S == Schedule::Pingpong,
+                         TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false,
+                                    Degree>,
+                         Pingpong64Config>>;
 };
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree>
-using ConfigFor = typename ConfigSelect<T, S, C, E, Degree>::type;
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
+using ConfigFor = typename ConfigSelect<T, S, C, E, Degree, Inflight>::type;
 
 namespace {
 
@@ -241,8 +252,9 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 /// Enqueues the kernel in `variant` for element type T. The library builds only the
 /// configuration it dispatches to (cooperative, one CTA per cluster, GELU in the consumers
 /// chunk by chunk, the shipped GELU fit); the benchmark harness (KILN_SM90_BENCH_HOOKS) also
-/// builds the ping-pong, cluster, offloaded, interleaved and unchunked ones and the degree-9
-/// fit it was measured against (docs/notes/sm90_linear_gelu.md).
+/// builds the ping-pong (128- and 64-row tiles), cluster, offloaded, interleaved and unchunked
+/// ones, two wgmma groups in flight, and the degree-9 fit it was measured against
+/// (docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
@@ -250,19 +262,34 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     KILN_CHECK(v.gelu_degree == kGeluFastDegree || v.gelu_degree == 9, "sm90_linear_gelu: no GELU fit of degree {}",
                v.gelu_degree);
     const bool nr9 = v.gelu_degree == 9 && kGeluFastDegree != 9;  // the fit before v5 (Registers* only)
+    // (The 64 x 256 ping-pong, new in v6, is built with the shipped fit only.)
+    KILN_CHECK(!(nr9 && S == Schedule::Pingpong64), "sm90_linear_gelu: the 64-row ping-pong has no degree-9 build");
+    // (Two wgmma groups in flight: built for the chunked epilogue of the 64-row ping-pong and of
+    // the cooperative tile, one CTA per cluster, only.)
+    KILN_CHECK(v.inflight == 1 || (v.inflight == 2 && v.epilogue == Epilogue::Registers &&
+                                   (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))),
+               "sm90_linear_gelu: no build with {} wgmma groups in flight for this variant", v.inflight);
     switch (v.epilogue) {
       case Epilogue::Registers:
-        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
-        else launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
+        if constexpr (S != Schedule::Pingpong64)
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
+        if constexpr (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))
+          if (v.inflight == 2)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 2>>(a, stream, v);
+        launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
         return;
       case Epilogue::RegistersUnchunked:
-        if (nr9) launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
-        else launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
+        if constexpr (S != Schedule::Pingpong64)
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
+        launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
         return;
       case Epilogue::RegistersWholeTile:
         launch_config<ConfigFor<T, S, C, Epilogue::RegistersWholeTile>>(a, stream, v);
         return;
-      case Epilogue::Offload: launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v); return;
+      case Epilogue::Offload:
+        if constexpr (S != Schedule::Pingpong64) launch_config<ConfigFor<T, S, C, Epilogue::Offload>>(a, stream, v);
+        else KILN_CHECK(false, "sm90_linear_gelu: the offloaded epilogue needs the cooperative schedule");
+        return;
       case Epilogue::Interleaved:
         if constexpr (S == Schedule::Cooperative)
           launch_config<ConfigFor<T, S, C, Epilogue::Interleaved>>(a, stream, v);
@@ -274,16 +301,19 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
   if (v.schedule == Schedule::Pingpong) {
     if (v.cluster == 2) with_epilogue.template operator()<Schedule::Pingpong, 2>();
     else with_epilogue.template operator()<Schedule::Pingpong, 1>();
+  } else if (v.schedule == Schedule::Pingpong64) {
+    if (v.cluster == 2) with_epilogue.template operator()<Schedule::Pingpong64, 2>();
+    else with_epilogue.template operator()<Schedule::Pingpong64, 1>();
   } else {
     if (v.cluster == 2) with_epilogue.template operator()<Schedule::Cooperative, 2>();
     else with_epilogue.template operator()<Schedule::Cooperative, 1>();
   }
 #else
   KILN_CHECK(v.schedule == Schedule::Cooperative && v.cluster == 1 && v.epilogue == Epilogue::Registers &&
-                 v.gelu_degree == kGeluFastDegree,
-             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}) is built into the "
-             "benchmark only",
-             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree);
+                 v.gelu_degree == kGeluFastDegree && v.inflight == 1,
+             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}, {} wgmma groups in "
+             "flight) is built into the benchmark only",
+             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree, v.inflight);
   launch_config<ConfigFor<T, Schedule::Cooperative, 1, Epilogue::Registers>>(a, stream, v);
 #endif
 }
@@ -305,7 +335,9 @@ Variant choose_variant(const Sm90LinearGeluArgs&) {
   // GELU runs just before its store, so the second chunk's GELU hides the first chunk's TMA
   // store (7% faster at 4096 x 1024 x 4096 bf16, 5% at 8192 x 4096 x 16384). Clusters of 2
   // (w multicast), the ping-pong schedule, the GELU offloaded to the producer warpgroup's spare
-  // warps and the GELU interleaved with the next tile's wgmma were slower.
+  // warps and the GELU interleaved with the next tile's wgmma were slower. v6's 64 x 256
+  // ping-pong was 4% faster at 4096 x 1024 x 4096 but 5% slower at 8192 x 4096 x 16384 and at
+  // K = 4096, so not taken; two wgmma groups in flight were slower for both schedules.
   Variant v;
   v.schedule = Schedule::Cooperative;
   v.cluster = 1;

@@ -4,17 +4,19 @@
 // A CTA has three warpgroups. Warpgroup 0 is the producer: one thread walks this CTA's tiles
 // and, per 128-byte-wide k block, waits for a free stage of the shared-memory ring (its
 // "empty" mbarrier), announces the stage's bytes on its "full" mbarrier and issues the TMA
-// loads of the x tile (128 rows) and the w tile (kBlockN rows), 128B-swizzled; out-of-bounds
+// loads of the x tile (kBlockM rows) and the w tile (kBlockN rows), 128B-swizzled; out-of-bounds
 // rows and columns arrive as zeros. Warpgroups 1 and 2 are consumers: they wait on "full",
 // issue wgmma on the stage (4 k steps of 32 bytes), keep one wgmma group in flight and
 // release the previous stage on "empty". Two ways to share the tiles, chosen by kPingpong:
 //   - cooperative: both consumers work on one 128 x kBlockN tile, 64 rows each;
-//   - ping-pong: each consumer owns every other tile (128 x kBlockN, two m64 atoms), so one
-//     consumer's epilogue runs while the other's wgmma keeps the tensor cores busy. The two
-//     mainloops take turns (a "turn" mbarrier per consumer, arrived on by the other when its
-//     mainloop has issued its last k block): besides keeping the tensor cores to one tile at a
-//     time, this is what makes the parity waits sound, since a consumer skips the other's
-//     ring positions and must never wait on a stage whose previous fill has not landed yet.
+//   - ping-pong: each consumer owns every other tile (128 x kBlockN, two m64 atoms, or, since
+//     v6, 64 x kBlockN, one m64n256 atom: the cooperative tile's wgmma efficiency per
+//     instruction), so one consumer's epilogue runs while the other's wgmma keeps the tensor
+//     cores busy. The two mainloops take turns (a "turn" mbarrier per consumer, arrived on
+//     by the other when its mainloop has issued its last k block): besides keeping the tensor
+//     cores to one tile at a time, this is what makes the parity waits sound, since a consumer
+//     skips the other's ring positions and must never wait on a stage whose previous fill
+//     has not landed yet.
 // The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
 // asked, applies the exact GELU and stores out, each element once: through a shared-memory
 // buffer per consumer and TMA stores for 16-bit outputs, or straight from registers.
@@ -33,9 +35,9 @@
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
 // The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
-// chunked GELU (measured fastest on an H200); ping-pong, clusters, the offloaded and the
-// interleaved GELU are built into the benchmark harness only, which compares them
-// (docs/notes/sm90_linear_gelu.md).
+// chunked GELU (measured fastest on an H200 at the target shapes); ping-pong (128- and 64-row
+// tiles), clusters, the offloaded and the interleaved GELU and two wgmma groups in flight are
+// built into the benchmark harness only, which compares them (docs/notes/sm90_linear_gelu.md).
 #pragma once
 
 #include <cuda.h>
@@ -58,17 +60,20 @@ namespace kiln::cuda_kernels::sm90 {
 /// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false>
+          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128,
+          int Inflight = 1>
 struct TileConfig {
   using Element = T;
-  static constexpr int kBlockM = 128;
+  /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
+  /// tile, 128 rows (two m64 atoms, v1-v3's) or 64 (one m64n256 atom, v6's).
+  static constexpr int kBlockM = BlockM;
   static constexpr int kBlockN = BlockN;
   static constexpr bool kPingpong = Pingpong;
   static constexpr int kCluster = Cluster;
   static constexpr int kStages = Stages;
   static constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));  ///< one 128-byte swizzle row
   static constexpr int kKSteps = 4;                                    ///< wgmma k steps (32 bytes) per stage
-  static constexpr int kMAtoms = Pingpong ? 2 : 1;                     ///< m64 atoms per consumer
+  static constexpr int kMAtoms = Pingpong ? BlockM / 64 : 1;           ///< m64 atoms per consumer
   static constexpr int kConsumerRows = 64 * kMAtoms;
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kBBytes = kBlockN * 128;
@@ -86,6 +91,9 @@ struct TileConfig {
   /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
   static constexpr bool kChunkGelu = ChunkGelu;
   static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
+  /// wgmma groups (k blocks) a consumer keeps in flight while it issues the next: 1 until v6; 2
+  /// gives a lone ping-pong consumer twice the slack before the tensor cores run dry.
+  static constexpr int kInflight = Inflight;
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
   // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
@@ -98,6 +106,9 @@ struct TileConfig {
   static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
   static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
   static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
+  static_assert(Pingpong ? (BlockM == 64 || BlockM == 128) : BlockM == 128,
+                "TileConfig: 128-row cooperative tiles, 64- or 128-row ping-pong tiles");
+  static_assert(Inflight >= 1 && Inflight < Stages, "TileConfig: 1 .. kStages - 1 wgmma groups in flight");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
   static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
 };
@@ -214,15 +225,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (threadIdx.x == 0) {
       prefetch_tensor_map(&map_x);
       prefetch_tensor_map(&map_w);
-      int64_t it = 0;  // ring position (64-bit: tiles x k blocks may pass 2^31)
+      // Ring position as (stage, phase), stepped without a division (v6: a division by a stage
+      // count that is no power of two sat on every k block's path).
+      int s = 0;
+      uint32_t phase = 0;
       for (int u = cluster; u < units; u += clusters) {
         const int2 unit = unit_coordinates(u, p);
         const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
         const int n0 = unit.y * Cfg::kBlockN;
-        for (int kb = 0; kb < p.k_blocks; ++kb, ++it) {
-          const int s = static_cast<int>(it % kStages);
-          const uint32_t round = static_cast<uint32_t>(it / kStages);
-          mbarrier_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
+        for (int kb = 0; kb < p.k_blocks; ++kb, s = (s + 1 == kStages) ? 0 : s + 1, phase ^= (s == 0) ? 1u : 0u) {
+          mbarrier_wait(empty0 + 8 * s, phase ^ 1u);
           const uint32_t full = full0 + 8 * s;
           const uint32_t a = ring + s * Cfg::kStageBytes;
           const uint32_t b = a + Cfg::kABytes;
@@ -307,28 +319,32 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
-      if constexpr (Cfg::kPingpong) {
-        // The other consumer's previous tile has all its k blocks in (and issued).
-        if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
-      }
       const int2 unit = unit_coordinates(u, p);
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
-      const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;  // ring position of this tile's first k block
+      // Ring position of this tile's first k block as (stage, phase): one division per tile,
+      // the k blocks step without one.
+      const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;
+      const int s0 = static_cast<int>(it0 % kStages);
+      uint32_t phase = static_cast<uint32_t>(it0 / kStages) & 1u;
       // The tile's bias, one column pair per thread, read now so its latency hides behind the
       // mainloop; it goes to the warpgroup's shared copy after the mainloop.
       constexpr int kPairs = Cfg::kBlockN / 2;
       BiasPair<T> bias_pair{};
       if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
-      int previous_stage = 0;
+      if constexpr (Cfg::kPingpong) {
+        // The other consumer's previous tile has all its k blocks in (and issued). (Since v6 the
+        // tile's coordinates and bias loads come first, off the tensor cores' critical path.)
+        if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
+      }
       // Interleave: units done so far, and the k blocks they are spread over (three quarters of
       // the mainloop, so the last block's store has read the buffer before it is reused).
       int units_done = 0;
       const int span = max(1, (3 * p.k_blocks) / 4);
+      constexpr int kInflight = Cfg::kInflight;
+      int s = s0;
       for (int kb = 0; kb < p.k_blocks; ++kb) {
-        const int64_t it = it0 + kb;
-        const int s = static_cast<int>(it % kStages);
-        mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(it / kStages) & 1u);
+        mbarrier_wait(full0 + 8 * s, phase);
         const uint32_t a = ring + s * Cfg::kStageBytes + row_in_tile * 128;
         const uint32_t b = ring + s * Cfg::kStageBytes + Cfg::kABytes;
         const uint64_t desc_b = smem_descriptor_sw128(b);
@@ -349,12 +365,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (; units_done < target; ++units_done) deferred_unit(units_done);
           }
         }
-        if (kb > 0) {
-          // The previous k block's wgmma group is done: its stage can be refilled.
-          wgmma_wait_group<1>();
-          release(previous_stage);
+        if (kb >= kInflight) {
+          // The wgmma group kInflight k blocks back is done: its stage can be refilled.
+          wgmma_wait_group<kInflight>();
+          release(s >= kInflight ? s - kInflight : s - kInflight + kStages);
         }
-        previous_stage = s;
+        if (++s == kStages) s = 0, phase ^= 1u;
       }
       if constexpr (Cfg::kPingpong) {
         if (thread == 0) mbarrier_arrive(turn0 + 8 * (1 - consumer));
@@ -364,7 +380,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
         for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
-      release(previous_stage);
+      // The last min(kInflight, k_blocks) stages, oldest first.
+      for (int j = min(kInflight, p.k_blocks); j > 0; --j) release(s >= j ? s - j : s - j + kStages);
 
       // ---- epilogue ----
 #if defined(KILN_SM90_BENCH_HOOKS)
