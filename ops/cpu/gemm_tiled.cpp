@@ -215,14 +215,18 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   // tile call packs its panels of A and B again, a cost per multiply-add that goes as
   // 1/rows + 1/cols of the tile, so tiles start at 512 x 512; then the larger edge is halved
   // while the grid has fewer than kTilesPerThread tiles per thread and each tile keeps at least
-  // kMinTileMacs multiply-adds (enough work per tile to stay well above a tile's start and the
-  // fork/join), so the small GEMMs of a training step (256 x 784 x 256) still spread over the
-  // cores. Edges stop at 32 rows and one register block of columns.
+  // kMinTileMacs multiply-adds, so the small GEMMs of a training step (256 x 784 x 256) still
+  // spread over a few cores. Edges stop near kMinEdge (128): a oneDNN call has a fixed cost
+  // (packing set-up) that smaller tiles do not repay; one thread ran 256 x 784 x 256 in 824 us
+  // as one call, 696 us as 2 x 2 tiles of 128, 1634 us as 4 x 4 tiles of 64 and 2727 us as 8 x 8
+  // (2-core VM, oneDNN 2.6, medians of 30). (Before: 1 Mi multiply-adds and 32-row tiles, with
+  // which 16 threads ran a Fashion-MNIST epoch 3x slower than 8.)
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
   if (threads <= 1) return TileGrid{Split{M, 8, 1}, Split{N, mr, 1}};
   constexpr int64_t kTilesPerThread = 2;
   const int64_t wanted_tiles = kTilesPerThread * threads;
-  constexpr double kMinTileMacs = 1024.0 * 1024.0;
+  constexpr double kMinTileMacs = 4.0 * 1024.0 * 1024.0;
+  constexpr int64_t kMinEdge = 128;
   const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
   TileGrid grid{split(M, 512, 8), split(N, 512, mr)};
   bool rows_can = true, cols_can = true;  // false once halving that edge would not do
@@ -236,8 +240,8 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
     // Halve the longer edge of the current tiles, if it can still shrink.
     const int64_t row_edge = (M + grid.rows.count - 1) / grid.rows.count;
     const int64_t col_edge = (N + grid.cols.count - 1) / grid.cols.count;
-    rows_can = rows_can && row_edge >= 64;
-    cols_can = cols_can && col_edge >= 2 * mr;
+    rows_can = rows_can && row_edge >= 2 * kMinEdge;
+    cols_can = cols_can && col_edge >= 2 * kMinEdge;
     if (cols_can && (col_edge >= row_edge || !rows_can)) {
       const Split finer = split(N, col_edge / 2, mr);
       cols_can = fine_enough(grid.rows, finer);

@@ -125,21 +125,21 @@ TEST_CASE("the tile grid: one tile on one thread; on several, near-equal tiles, 
           }
           const int64_t start_tiles = std::min(std::max<int64_t>(1, (M + 511) / 512), std::max<int64_t>(1, M / 8)) *
                                       std::min(std::max<int64_t>(1, (N + 511) / 512), std::max<int64_t>(1, N / mr));
-          // Near-equal parts of at most 512 (the starting edge), never below 32 rows / one register block.
-          check_split(g.rows, 32);
-          check_split(g.cols, mr);
+          // Near-equal parts of at most 512 (the starting edge), never much below 128.
+          check_split(g.rows, 120);
+          check_split(g.cols, 96);
           const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
           CHECK((M + g.rows.count - 1) / g.rows.count <= 512 + 8);
           CHECK((N + g.cols.count - 1) / g.cols.count <= 512 + mr);
-          // Split past the 512-edge start only while each tile keeps >= 1 Mi multiply-adds and
+          // Split past the 512-edge start only while each tile keeps >= 4 Mi multiply-adds and
           // the grid has fewer than two tiles per thread.
           CHECK(tiles >= static_cast<double>(start_tiles));
           if (tiles > static_cast<double>(start_tiles)) {
-            CHECK(macs / tiles >= 1024.0 * 1024.0);
+            CHECK(macs / tiles >= 4.0 * 1024.0 * 1024.0);
             CHECK(tiles < 3.0 * 2.0 * threads);  // the last halving (c parts -> at most 2c + 1) of a grid below 2 per thread
           }
           // Big enough products get two tiles per thread, or at least 16, when the edges allow.
-          if (macs >= 64.0 * 1024 * 1024 && M >= 256 && N >= 256) CHECK(tiles >= std::min(2.0 * threads, 16.0));
+          if (macs >= 256.0 * 1024 * 1024 && M >= 1000 && N >= 1000) CHECK(tiles >= std::min(2.0 * threads, 16.0));
           // Sizes and thread count only: the same answer every time.
           const cpu::TileGrid again = cpu::gemm_tile_grid<float>(M, N, K, threads);
           CHECK(again.rows.count == g.rows.count);
@@ -149,9 +149,10 @@ TEST_CASE("the tile grid: one tile on one thread; on several, near-equal tiles, 
   CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 16).rows.count == 1);
   CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 16).cols.count == 32);
   CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 2).cols.count == 8);
-  // A training step's (256, 784, 256) spreads over 16 threads.
+  // A training step's (256, 784, 256): four tiles of 128 x 128 (smaller ones cost more than they save).
   const cpu::TileGrid step = cpu::gemm_tile_grid<float>(256, 256, 784, 16);
-  CHECK(step.rows.count * step.cols.count >= 16);
+  CHECK(step.rows.count == 2);
+  CHECK(step.cols.count == 2);
   // (1024, 1024, 4096) on 16 threads: 32 tiles of 512 x 256.
   CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024, 16).rows.count == 2);
   CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024, 16).cols.count == 16);
