@@ -6,6 +6,7 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp cpudiag cpu)
 set -u
 OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
@@ -33,7 +34,7 @@ if [ ! -e /usr/local/cuda/include/nccl.h ]; then
   say "nccl: header ${inc:-none}, library ${lib:-none}"
 fi
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON "${dnnl_flags[@]}" "${nccl_flags[@]}" \
-  > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 >> "$OUT/build.log" 2>&1
+  > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1
 say "build rc=$? at $(date +%T) warnings=$(grep -c 'warning' "$OUT/build.log") $(grep -m1 'oneDNN' "$OUT/build.log") $(grep -m1 'NCCL backend' "$OUT/build.log")"
 grep -E "error" "$OUT/build.log" | head -20 >> "$S"
 if has cuda; then
@@ -88,8 +89,10 @@ if has skinny; then
   # depths and the L2 prefetch in one process) and the fused_mlp example's latencies.
   timeout 150 $B/bench/skinny_gemm > "$OUT/skinny.txt" 2>&1; say "skinny_gemm rc=$? at $(date +%T)"
   grep -E "mlp block|graph|target" "$OUT/skinny.txt" | head -30 >> "$S"
-  timeout 90 $B/examples/fused_mlp --device cuda --dtype bfloat16 --batch 64 4096 --iterations 300 >> "$OUT/skinny.txt" 2>&1
-  say "fused_mlp rc=$?"; grep -A6 "^Latency" "$OUT/skinny.txt" >> "$S"
+fi
+if has skinny || has mlp64; then
+  timeout 90 $B/examples/fused_mlp --device cuda --dtype bfloat16 --batch 64 --iterations 300 > "$OUT/fused_mlp.txt" 2>&1
+  say "fused_mlp rc=$?"; grep -A6 "^Latency" "$OUT/fused_mlp.txt" >> "$S"
 fi
 if has mlp; then
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
