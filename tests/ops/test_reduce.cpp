@@ -347,3 +347,26 @@ TEST_CASE("reduction errors: repeated dims, dims out of range, bool arg-reductio
   CHECK_THROWS_WITH_AS(sum(Tensor()), doctest::Contains("sum: argument 'input'"), kiln::Error);
   CHECK_THROWS_WITH_AS(argmax(Tensor(), 0), doctest::Contains("argmax:"), kiln::Error);
 }
+
+TEST_CASE("sums over the outer dims into a contiguous dim (a bias gradient) match float64 and the row sums' bits") {
+  // Such sums add whole rows into one accumulator per output (ops/reduce_cpu.cpp), in the order
+  // a row reduction of the transposed tensor uses: the results must match it bit for bit.
+  manual_seed(406);
+  for (DType dtype : {kFloat32, kFloat64, kBFloat16}) {
+    CAPTURE(dtype_name(dtype));
+    const Tensor x = random({37, 41}, dtype);
+    const Tensor by_rows = sum(x.t().contiguous(), {1});
+    const Tensor by_columns = sum(x, {0});
+    check_close(by_columns, reduce_ref(x, {0}, Red::Sum), {41});
+    check_close(mean(x, {0}), reduce_ref(x, {0}, Red::Mean), {41});
+    CHECK(equal(by_columns, by_rows));
+    CHECK(equal(mean(x, {0}), mean(x.t().contiguous(), {1})));
+    const Tensor y = random({3, 5, 40}, dtype);
+    CHECK(equal(sum(y, {0, 1}), sum(y.permute({2, 0, 1}).contiguous(), {1, 2})));
+    CHECK(equal(mean(y, {1, 0}, true).reshape({40}), mean(y.permute({2, 0, 1}).contiguous(), {1, 2})));
+  }
+  // An empty reduced dim: zeros for the sum, NaN for the mean, as before.
+  const Tensor e = zeros({0, 16});
+  CHECK(sum(e, {0}).to_vector<double>() == std::vector<double>(16, 0.0));
+  CHECK(std::isnan(mean(e, {0}).to_vector<double>()[3]));
+}
