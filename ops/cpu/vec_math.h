@@ -111,16 +111,21 @@ inline Packet<float> product_error(const Packet<float>& a, const Packet<float>& 
 
 namespace detail {
 
-// exp on the reduced range: e^(kSign s) for |s| <= ln2/2 (slightly more after rounding),
+// exp on the reduced range: e^(kScale s) for |kScale s| <= ln2/2 (slightly more after
+// rounding), kScale a power of two (1, -1, -1/2: the coefficients scale exactly), as
 // 1 + r + r^2 Q(r) with Q of degree 4 fitted here (least squares on the relative error over
 // [-ln2/2, ln2/2], reweighted to minimax: 3.1e-9), evaluated by Horner.
-template <int kSign>
+template <float kScale>
 inline Packet<float> exp_reduced(const Packet<float>& s) {
   static constexpr float c[] = {1.0f,           1.0f,           0.4999999345f,  0.1666652069f,
                                 0.04166838812f, 0.008368709523f, 0.001381455494f};
-  constexpr float sign = kSign < 0 ? -1.0f : 1.0f;  // the odd coefficients' sign
-  Packet<float> p = splat(c[6]);
-  for (int k = 5; k >= 0; --k) p = ei::pmadd(p, s, splat(k % 2 == 1 ? sign * c[k] : c[k]));
+  constexpr auto scaled = [](int k) {
+    float v = c[k];
+    for (int i = 0; i < k; ++i) v *= kScale;
+    return v;
+  };
+  Packet<float> p = splat(scaled(6));
+  for (int k = 5; k >= 0; --k) p = ei::pmadd(p, s, splat(scaled(k)));
   return p;
 }
 
@@ -144,22 +149,24 @@ inline Packet<float> exp_float(const Packet<float>& v) {
   const P n = ei::psub(ei::pmadd(x, splat(detail::kLog2e), magic), magic);
   P r = ei::pmadd(n, splat(-detail::kLn2Hi), x);
   r = ei::pmadd(n, splat(-detail::kLn2Lo), r);
-  return scale_pow2_float(detail::exp_reduced<1>(r), n);
+  return scale_pow2_float(detail::exp_reduced<1.0f>(r), n);
 }
 
 /// e^-(q + q_lo) for q in [0, 2^21] or NaN (callers clamp q, abs_clamped), where q_lo is a
 /// small correction (the rounding error of q when q is a rounded product) or zero if kWithLo
-/// is false. The result is at most 1, so nothing overflows; subnormal results are rounded
-/// once, and q above 104 gives 0.
-template <bool kWithLo>
+/// is false; with kHalf, e^-((q + q_lo) / 2) (the halving folded into the constants, so the
+/// caller need not halve). The result is at most 1, so nothing overflows; subnormal results
+/// are rounded once, and q above 104 (208 with kHalf) gives 0.
+template <bool kWithLo, bool kHalf = false>
 inline Packet<float> exp_neg_float(const Packet<float>& q, const Packet<float>& q_lo) {
   using P = Packet<float>;
+  constexpr float h = kHalf ? 0.5f : 1.0f;
   const P magic = splat(detail::kRoundMagic);
-  const P n = ei::psub(ei::pmadd(q, splat(-detail::kLog2e), magic), magic);  // -q = n ln2 - s
-  P s = ei::pmadd(n, splat(detail::kLn2Hi), q);
-  s = ei::pmadd(n, splat(detail::kLn2Lo), s);
+  const P n = ei::psub(ei::pmadd(q, splat(-detail::kLog2e * h), magic), magic);  // -h q = n ln2 - h s
+  P s = ei::pmadd(n, splat(detail::kLn2Hi / h), q);  // exact: |n| < 256, ln2_hi has 16 bits
+  s = ei::pmadd(n, splat(detail::kLn2Lo / h), s);
   if constexpr (kWithLo) s = ei::padd(s, q_lo);
-  return scale_pow2_float(detail::exp_reduced<-1>(s), n);
+  return scale_pow2_float(detail::exp_reduced<-h>(s), n);
 }
 
 /// e^x: exp_float for float, Eigen's vectorised exp for double.
@@ -182,7 +189,7 @@ inline Packet<float> sigmoid_float(const Packet<float>& x) {
 /// erfc(|x| / sqrt 2) / 2: e^(-x^2 / 2) P(t) with t = 1 / (1 + c |x|) and P a degree-8
 /// polynomial fitted here (least squares on the relative error of erfc(z) e^(z^2) / 2 over
 /// z = |x| / sqrt 2 in [0, 9.5], reweighted to minimax: 8.6e-8 with float coefficients).
-/// x^2 / 2 is split exactly into q + q_lo, so e^(-x^2/2) keeps about 1 ulp in the tail. |x|
+/// x^2 is split exactly into q + q_lo (FMA), so e^(-x^2/2) keeps about 1 ulp in the tail. |x|
 /// is clamped to 16 (e^-128 is 0 in float), which keeps t and q finite for infinite x.
 /// Relative accuracy in the tail, where 1 + erf(x / sqrt 2) would cancel. Also returns
 /// e^(-x^2 / 2) in `gauss` (the GELU derivative's density shares it).
@@ -195,9 +202,8 @@ inline Packet<float> half_erfc_abs(const Packet<float>& x, Packet<float>& gauss)
   const P t = recip_float(ei::pmadd(a, splat(kC), splat(1.0f)));
   P p = splat(c[8]);
   for (int k = 7; k >= 0; --k) p = ei::pmadd(p, t, splat(c[k]));
-  const P half_a = ei::pmul(a, splat(0.5f));
-  const P q = ei::pmul(half_a, a);
-  gauss = exp_neg_float<true>(q, product_error(half_a, a, q));
+  const P a_sq = ei::pmul(a, a);
+  gauss = exp_neg_float<true, true>(a_sq, product_error(a, a, a_sq));
   return ei::pmul(gauss, p);
 }
 
