@@ -103,12 +103,19 @@ inline Packet<float> keep_where_not_positive(const Packet<float>& x, const Packe
 /// AVX-512's one-instruction vrangeps would return hi).
 inline Packet<float> abs_clamped(const Packet<float>& x, float hi) { return ei::pmin(ei::pabs(x), splat(hi)); }
 
-/// a b - p exactly rounded (FMA): with p = a b rounded, the product's rounding error.
-inline Packet<float> product_error(const Packet<float>& a, const Packet<float>& b, const Packet<float>& p) {
+/// a^2 - q exactly, where q is a^2 rounded (the square's rounding error), for |a| <= 2^60: one
+/// FMA where pmadd is fused (AVX-512, FMA3, ARM with FMA), else Veltkamp's split of a into
+/// 12-bit halves whose products are exact (Dekker), so the result is the same either way.
+inline Packet<float> square_error(const Packet<float>& a, const Packet<float>& q) {
 #if defined(EIGEN_VECTORIZE_AVX512)
-  return _mm512_fmsub_ps(a, b, p);
+  return _mm512_fmsub_ps(a, a, q);
+#elif defined(EIGEN_VECTORIZE_FMA) || defined(__ARM_FEATURE_FMA)
+  return ei::pmadd(a, a, ei::pnegate(q));
 #else
-  return ei::pmadd(a, b, ei::pnegate(p));
+  const Packet<float> c = ei::pmul(a, splat(4097.0f));  // 2^12 + 1
+  const Packet<float> hi = ei::psub(c, ei::psub(c, a)), lo = ei::psub(a, hi);
+  const Packet<float> cross = ei::pmul(ei::pmul(hi, lo), splat(2.0f));
+  return ei::padd(ei::padd(ei::psub(ei::pmul(hi, hi), q), cross), ei::pmul(lo, lo));
 #endif
 }
 
@@ -192,7 +199,7 @@ inline Packet<float> sigmoid_float(const Packet<float>& x) {
 /// erfc(|x| / sqrt 2) / 2: e^(-x^2 / 2) P(t) with t = 1 / (1 + c |x|) and P a degree-8
 /// polynomial fitted here (least squares on the relative error of erfc(z) e^(z^2) / 2 over
 /// z = |x| / sqrt 2 in [0, 9.5], reweighted to minimax: 8.7e-8 with float coefficients).
-/// x^2 is split exactly into q + q_lo (FMA), so e^(-x^2/2) keeps about 1 ulp in the tail. |x|
+/// x^2 is split exactly into q + q_lo (square_error), so e^(-x^2/2) keeps about 1 ulp in the tail. |x|
 /// is clamped to 16 (e^-128 is 0 in float), which keeps t and q finite for infinite x.
 /// Relative accuracy in the tail, where 1 + erf(x / sqrt 2) would cancel. Also returns
 /// e^(-x^2 / 2) in `gauss` (the GELU derivative's density shares it).
@@ -208,7 +215,7 @@ inline Packet<float> half_erfc_abs(const Packet<float>& x, Packet<float>& gauss)
   P p = splat(c[8]);
   for (int k = 7; k >= 0; --k) p = ei::pmadd(p, t, splat(c[k]));
   const P a_sq = ei::pmul(a, a);
-  gauss = exp_neg_float<true, true>(a_sq, product_error(a, a, a_sq));
+  gauss = exp_neg_float<true, true>(a_sq, square_error(a, a_sq));
   return ei::pmul(gauss, p);
 }
 

@@ -1,7 +1,7 @@
 // The vectorised CPU transcendental ops (ops/cpu/vec_math.h: exp, tanh, sigmoid, silu, both
 // GELUs and their derivatives) against float64 over a dense sweep (every 1e-4 in [-10, 10]
 // and the tails out to +-100) within the float32 tolerance, with ulp bounds on [-3, 3] and
-// over the whole sweep that pin down the measured accuracy; float exp within 1 ulp on a walk
+// over the whole sweep that pin down the measured accuracy; float exp within 1.2 ulp on a walk
 // over its whole range; NaN, Inf and signed zeros equal to the scalar formulas' (unary_math.h,
 // gelu_math.h); every layout and every length giving each element the same bits; 16-bit
 // inputs computed in float and rounded once. Thread-count independence is in
@@ -48,17 +48,22 @@ struct VecCase {
 };
 
 const std::vector<VecCase>& vec_cases() {
-  // The whole-sweep bounds hold the tails: exp up to its overflow, sigmoid's and GELU's
-  // negative tails in relative terms (silu's and tanh GELU's are limited by a subnormal
-  // sigmoid and by u = sqrt(2/pi) (x + 0.044715 x^3) rounded in float).
+  // The bounds hold the worst of two builds, measured: with FMA (KILN_NATIVE on AVX-512 or
+  // AVX2) and the x86-64 baseline without it (KILN_NATIVE off: SSE2, every multiply-add
+  // rounded twice, Eigen's SSE tanh). On [-3, 3]: exp 0.77 / 1.01, tanh 3.57 / 3.79, sigmoid
+  // 2.39 / 2.47, silu 2.85 / 2.85, gelu 6.39 / 7.70, tanh GELU 10.96 / 12.53. The whole-sweep
+  // bounds hold the tails: exp up to its overflow (0.84 / 1.14), sigmoid's and GELU's negative
+  // tails in relative terms (2.39 / 2.47 and 6.39 / 7.70); silu's (44.8) and tanh GELU's (190)
+  // are limited by a subnormal sigmoid and by u = sqrt(2/pi) (x + 0.044715 x^3) rounded in
+  // float; tanh 4.31 / 5.45.
   static const std::vector<VecCase> cases = {
-      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, 1, 1},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, 4, 5},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, 1.1, 1.2},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, 4, 6},
       {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, 2.5,
        2.5},
       {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, 3, 50},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, 6.5, 6.5},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, 11, 200},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, 8, 8},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, 13, 200},
       {"gelu_backward", [](const Tensor& x) { return gelu_backward(ones_like(x), x); }, gelu_grad_ref, 0, 0},
       {"gelu_tanh_backward", [](const Tensor& x) { return gelu_backward(ones_like(x), x, "tanh"); },
        gelu_tanh_grad_ref, 0, 0},
@@ -125,10 +130,10 @@ TEST_CASE("vectorised float32 ops match float64 over a dense sweep within the fl
   }
 }
 
-TEST_CASE("float32 exp is within 1 ulp on a strided walk over every float in [-104, 89]") {
+TEST_CASE("float32 exp is within 1.2 ulp on a strided walk over every float in [-104, 89]") {
   // Every 97th bit pattern of each sign, in chunks: normal, subnormal and zero results and
   // the last finite ones below float's overflow at 88.72 (exp's range reduction is exact to
-  // there).
+  // there). Measured: 0.88 ulp with FMA, 1.16 on the x86-64 baseline without it.
   double worst = 0;
   float worst_at = 0;
   std::vector<float> xs;
@@ -156,7 +161,7 @@ TEST_CASE("float32 exp is within 1 ulp on a strided walk over every float in [-1
   }
   check_chunk();
   INFO("worst " << worst << " ulp at " << worst_at);
-  CHECK(worst <= 1.0);
+  CHECK(worst <= 1.2);
 }
 
 TEST_CASE("vectorised float64 exp, sigmoid and silu match float64 to 1e-10, overflow included") {
