@@ -57,8 +57,8 @@ inline Packet<A> splat(A c) {
 }
 
 /// 1 / d for finite d in [1, 16]: with AVX-512 the 14-bit estimate (vrcp14ps) and one Newton
-/// step e + e (1 - d e), within 1 ulp (a division costs ~10 cycles per 16 lanes there); a
-/// division elsewhere. NaN gives NaN.
+/// step e + e (1 - d e), within 1 ulp (a 16-lane division issues only every ~10 cycles
+/// there); a division elsewhere. NaN gives NaN.
 inline Packet<float> recip_float(const Packet<float>& d) {
 #if defined(EIGEN_VECTORIZE_AVX512)
   const __m512 e = _mm512_rcp14_ps(d);
@@ -68,8 +68,8 @@ inline Packet<float> recip_float(const Packet<float>& d) {
 #endif
 }
 
-/// y 2^n for integral n in [-151, 129], rounded once (to a subnormal, zero or inf where the
-/// product is one): AVX-512's scalef, else Eigen's pldexp.
+/// y 2^n for integral n (no range limit; callers pass n in [-185, 129]), rounded once (to a
+/// subnormal, zero or inf where the product is one): AVX-512's scalef, else Eigen's pldexp.
 inline Packet<float> scale_pow2_float(const Packet<float>& y, const Packet<float>& n) {
 #if defined(EIGEN_VECTORIZE_AVX512)
   return _mm512_scalef_ps(y, n);
