@@ -8,13 +8,14 @@
 // reduction x = n ln2 + r with a two-constant Cody-Waite split, a degree-6 polynomial on
 // |r| <= ln2/2 and 2^n applied in one step (AVX-512's scalef, else Eigen's pldexp): 13 vector
 // instructions per packet with AVX-512 where Eigen's pexp and the overflow check it needed
-// took about 22, and exact range reduction up to float's overflow (0.84 ulp at worst, where
-// Eigen's lost 5.6 near 88.7). The formulas that need e^-|v| only (sigmoid, silu, both GELUs
-// and their derivatives) take it from exp_neg_float, so nothing overflows and no lane needs a
-// slow path; with AVX-512 their one division becomes a reciprocal estimate and a Newton step
-// (recip_float), and selects use mask registers. A few helpers use AVX-512 intrinsics behind
-// EIGEN_VECTORIZE_AVX512 with an Eigen-primitive fallback (checked with -march=haswell).
-// Double keeps Eigen's exp and the scalar functors' expressions.
+// took 23, and exact range reduction up to float's overflow (0.84 ulp at worst with FMA,
+// 1.14 without; Eigen's lost 5.6 near 88.7). The formulas that need e^-|v| only (sigmoid,
+// silu, both GELUs and their derivatives) take it from exp_neg_float, so nothing overflows and
+// no lane needs a slow path; with AVX-512 their one division becomes a reciprocal estimate and
+// a Newton step (recip_float), and selects use mask registers. Those few helpers use AVX-512
+// intrinsics behind EIGEN_VECTORIZE_AVX512 with an Eigen-primitive fallback (checked built
+// for AVX2 and for the x86-64 baseline). Double keeps Eigen's exp and the scalar functors'
+// expressions.
 //
 // The GELUs are written so their tails keep relative accuracy: exact GELU through an erfc
 // (x/2 (1 + erf) cancels for negative x), with e^(-x^2/2) from the exactly split square;
