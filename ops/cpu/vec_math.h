@@ -122,12 +122,13 @@ inline Packet<float> square_error(const Packet<float>& a, const Packet<float>& q
 
 namespace detail {
 
-// exp on the reduced range: e^(kScale s) for |kScale s| <= ln2/2 (slightly more after
-// rounding), kScale a power of two (1, -1, -1/2: the coefficients scale exactly), as
+// exp on the reduced range: e^(k s) for |k s| <= ln2/2 (slightly more after rounding), with
+// k = kSign 2^-kHalvings (1, -1, -1/2: the coefficients scale exactly), as
 // 1 + r + r^2 Q(r) with Q of degree 4 fitted here (least squares on the relative error over
 // [-ln2/2, ln2/2], reweighted to minimax: 3.1e-9), evaluated by Horner.
-template <float kScale>
+template <int kSign, int kHalvings>
 inline Packet<float> exp_reduced(const Packet<float>& s) {
+  constexpr float kScale = (kSign < 0 ? -1.0f : 1.0f) / static_cast<float>(1 << kHalvings);
   static constexpr float c[] = {1.0f,           1.0f,           0.4999999345f,  0.1666652069f,
                                 0.04166838812f, 0.008368709523f, 0.001381455494f};
   constexpr auto scaled = [](int k) {
@@ -160,7 +161,7 @@ inline Packet<float> exp_float(const Packet<float>& v) {
   const P n = ei::psub(ei::pmadd(x, splat(detail::kLog2e), magic), magic);
   P r = ei::pmadd(n, splat(-detail::kLn2Hi), x);
   r = ei::pmadd(n, splat(-detail::kLn2Lo), r);
-  return scale_pow2_float(detail::exp_reduced<1.0f>(r), n);
+  return scale_pow2_float(detail::exp_reduced<1, 0>(r), n);
 }
 
 /// e^-(q + q_lo) for q in [0, 2^21] or NaN (callers clamp q, abs_clamped), where q_lo is a
@@ -177,7 +178,7 @@ inline Packet<float> exp_neg_float(const Packet<float>& q, const Packet<float>& 
   P s = ei::pmadd(n, splat(detail::kLn2Hi / h), q);  // exact: |n| < 256, ln2_hi has 16 bits
   s = ei::pmadd(n, splat(detail::kLn2Lo / h), s);
   if constexpr (kWithLo) s = ei::padd(s, q_lo);
-  return scale_pow2_float(detail::exp_reduced<-h>(s), n);
+  return scale_pow2_float(detail::exp_reduced<-1, kHalf ? 1 : 0>(s), n);
 }
 
 /// e^x: exp_float for float, Eigen's vectorised exp for double.
