@@ -6,10 +6,11 @@ Rows: gelu (exact erf, PyTorch's default), gelu_tanh, exp, tanh, sigmoid over fl
 forward at batch 64 and 1024; each at 1 thread and at all cores. Kiln runs through the
 bench/cpu_elementwise binary (its OpenMP thread count set by --threads); PyTorch runs here with
 torch.set_num_threads. Both report the median of several turns; the table shows the ratio
-Kiln / PyTorch (below 1.0: Kiln is faster).
+Kiln / PyTorch (below 1.0: Kiln is faster). --baseline adds a second Kiln binary (an older
+build) taking its turn in the same rounds, for a before/after table from one run.
 
     /usr/bin/python3 bench/cpu_elementwise_vs_torch.py --binary build/bench/cpu_elementwise \
-        [--threads 1,2] [--repeats 7] [--rounds 3]
+        [--baseline OLD_BUILD/bench/cpu_elementwise] [--threads 1,2] [--repeats 7] [--rounds 3]
 
 Needs a Python with torch (Debian's python3-torch on the development machine).
 """
@@ -74,25 +75,34 @@ def main():
     parser.add_argument("--threads", default=f"1,{os.cpu_count()}")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=3, help="Kiln and PyTorch take turns this many times")
+    parser.add_argument("--baseline", help="a second cpu_elementwise binary (before) timed in the same rounds")
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.split(",")]
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs; float32; medians of {args.repeats} turns, "
           f"then the median of {args.rounds} rounds; microseconds")
-    print(f"{'row':<10} {'shape':<10} {'threads':>7} {'Kiln us':>10} {'torch us':>10} {'Kiln/torch':>10}")
+    base_cols = f" {'before us':>10} {'before/torch':>12}" if args.baseline else ""
+    print(f"{'row':<10} {'shape':<10} {'threads':>7} {'Kiln us':>10} {'torch us':>10} {'Kiln/torch':>10}{base_cols}")
     for threads in thread_counts:
-        # Kiln and PyTorch take turns, `rounds` times; each row keeps the median over rounds,
-        # so a burst of load on a shared machine hits both sides alike.
-        kiln_runs, torch_runs = [], []
+        # Kiln (and the baseline) and PyTorch take turns, `rounds` times; each row keeps the
+        # median over rounds, so a burst of load on a shared machine hits every side alike.
+        kiln_runs, base_runs, torch_runs = [], [], []
         for _ in range(args.rounds):
+            if args.baseline:
+                base_runs.append(kiln_rows(args.baseline, threads, args.repeats))
             kiln_runs.append(kiln_rows(args.binary, threads, args.repeats))
             torch_runs.append(torch_rows(threads, args.repeats))
         kiln = {k: statistics.median(r[k] for r in kiln_runs if k in r) for k in kiln_runs[0]}
+        base = {k: statistics.median(r[k] for r in base_runs if k in r) for k in base_runs[0]} if base_runs else {}
         ref = {k: statistics.median(r[k] for r in torch_runs) for k in torch_runs[0]}
         for key, t_us in ref.items():
-            k_us = kiln.get(key)
-            ratio = f"{k_us / t_us:10.2f}" if k_us else f"{'-':>10}"
-            k_txt = f"{k_us:10.1f}" if k_us else f"{'-':>10}"
-            print(f"{key[0]:<10} {key[1]:<10} {threads:>7} {k_txt} {t_us:10.1f} {ratio}", flush=True)
+            cells = []
+            for table in [kiln] + ([base] if args.baseline else []):
+                us = table.get(key)
+                cells.append((f"{us:10.1f}", f"{us / t_us:.2f}") if us else (f"{'-':>10}", "-"))
+            line = f"{key[0]:<10} {key[1]:<10} {threads:>7} {cells[0][0]} {t_us:10.1f} {cells[0][1]:>10}"
+            if args.baseline:
+                line += f" {cells[1][0]} {cells[1][1]:>12}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 // The vectorised CPU transcendental ops (ops/cpu/vec_math.h: exp, tanh, sigmoid, silu, both
 // GELUs and their derivatives) against float64 over a dense sweep (every 1e-4 in [-10, 10]
-// and the tails out to +-100) within the float32 tolerance, with ulp bounds on [-3, 3] that
-// pin down the measured accuracy; NaN, Inf and signed zeros equal to the scalar formulas'
-// (unary_math.h, gelu_math.h); every layout and every length giving each element the same
-// bits; 16-bit inputs computed in float and rounded once. Thread-count independence is in
+// and the tails out to +-100) within the float32 tolerance, with ulp bounds on [-3, 3] and
+// over the whole sweep that pin down the measured accuracy; float exp within 1.2 ulp on a walk
+// over its whole range; NaN, Inf and signed zeros equal to the scalar formulas' (unary_math.h,
+// gelu_math.h); every layout and every length giving each element the same bits; 16-bit
+// inputs computed in float and rounded once. Thread-count independence is in
 // test_thread_determinism.cpp.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -41,19 +44,29 @@ struct VecCase {
   std::function<Tensor(const Tensor&)> op;
   std::function<double(double)> ref;
   double max_ulp_mid;  // measured worst on [-3, 3] (bench/cpu_math_accuracy), rounded up
+  double max_ulp_all;  // the same over the whole sweep where |ref| >= FLT_MIN (0: not held)
 };
 
 const std::vector<VecCase>& vec_cases() {
+  // The bounds hold the worst of two builds, measured: with FMA (KILN_NATIVE on AVX-512 or
+  // AVX2) and the x86-64 baseline without it (KILN_NATIVE off: SSE2, every multiply-add
+  // rounded twice, Eigen's SSE tanh). On [-3, 3]: exp 0.77 / 1.01, tanh 3.57 / 3.79, sigmoid
+  // 2.39 / 2.47, silu 2.85 / 2.85, gelu 6.39 / 7.70, tanh GELU 10.96 / 12.53. The whole-sweep
+  // bounds hold the tails: exp up to its overflow (0.84 / 1.14), sigmoid's and GELU's negative
+  // tails in relative terms (2.39 / 2.47 and 6.39 / 7.70); silu's (44.8) and tanh GELU's (190)
+  // are limited by a subnormal sigmoid and by u = sqrt(2/pi) (x + 0.044715 x^3) rounded in
+  // float; tanh 4.31 / 5.45.
   static const std::vector<VecCase> cases = {
-      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, 2},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, 4},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, 3},
-      {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, 3},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, 8},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, 16},
-      {"gelu_backward", [](const Tensor& x) { return gelu_backward(ones_like(x), x); }, gelu_grad_ref, 0},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, 1.1, 1.2},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, 4, 6},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, 2.5,
+       2.5},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, 3, 50},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, 8, 8},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, 13, 200},
+      {"gelu_backward", [](const Tensor& x) { return gelu_backward(ones_like(x), x); }, gelu_grad_ref, 0, 0},
       {"gelu_tanh_backward", [](const Tensor& x) { return gelu_backward(ones_like(x), x, "tanh"); },
-       gelu_tanh_grad_ref, 0},
+       gelu_tanh_grad_ref, 0, 0},
   };
   return cases;
 }
@@ -94,24 +107,61 @@ TEST_CASE("vectorised float32 ops match float64 over a dense sweep within the fl
     CAPTURE(name);
     const std::vector<float> got = c.op(x).to_vector<float>();
     int64_t bad = 0, first_bad = -1;
-    double worst_mid = 0;
+    double worst_mid = 0, worst_all = 0;
     for (int64_t i = 0; i < n; ++i) {
       const double ref = c.ref(xs[i]), g = got[i];
       const auto rf = static_cast<float>(ref);
       // Where float overflows (exp above 88.72), the result must be that infinity.
       const bool ok = std::isinf(rf) ? static_cast<float>(g) == rf : std::fabs(g - ref) <= tol.atol + tol.rtol * std::fabs(ref);
       if (!ok && bad++ == 0) first_bad = i;
-      if (std::fabs(xs[i]) <= 3 && std::fabs(ref) >= std::numeric_limits<float>::min())
-        worst_mid = std::max(worst_mid, ulps(g, ref));
+      if (std::isfinite(rf) && std::fabs(ref) >= std::numeric_limits<float>::min()) {
+        worst_all = std::max(worst_all, ulps(g, ref));
+        if (std::fabs(xs[i]) <= 3) worst_mid = std::max(worst_mid, ulps(g, ref));
+      }
     }
     INFO("first bad input " << (first_bad >= 0 ? xs[first_bad] : 0.0f) << ": got "
                             << (first_bad >= 0 ? got[first_bad] : 0.0f) << ", want "
                             << (first_bad >= 0 ? c.ref(xs[first_bad]) : 0.0));
     CHECK(bad == 0);
-    INFO("worst ulp on [-3, 3]: " << worst_mid);
+    INFO("worst ulp on [-3, 3]: " << worst_mid << ", over the sweep: " << worst_all);
     // The derivatives cross zero near x = -0.75, where no float formula keeps ulp accuracy.
     if (c.max_ulp_mid > 0) CHECK(worst_mid <= c.max_ulp_mid);
+    if (c.max_ulp_all > 0) CHECK(worst_all <= c.max_ulp_all);
   }
+}
+
+TEST_CASE("float32 exp is within 1.2 ulp on a strided walk over every float in [-104, 89]") {
+  // Every 97th bit pattern of each sign, in chunks: normal, subnormal and zero results and
+  // the last finite ones below float's overflow at 88.72 (exp's range reduction is exact to
+  // there). Measured: 0.88 ulp with FMA, 1.16 on the x86-64 baseline without it.
+  double worst = 0;
+  float worst_at = 0;
+  std::vector<float> xs;
+  auto check_chunk = [&] {
+    const auto n = static_cast<int64_t>(xs.size());
+    const std::vector<float> got = exp(from_vector(xs, {n})).to_vector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = std::exp(static_cast<double>(xs[i]));
+      if (std::isinf(static_cast<float>(ref))) {
+        CHECK(got[i] == std::numeric_limits<float>::infinity());
+        continue;
+      }
+      if (const double u = ulps(got[i], ref); u > worst) worst = u, worst_at = xs[i];
+    }
+    xs.clear();
+  };
+  for (const float limit : {89.0f, -104.0f}) {
+    const uint32_t sign = limit < 0 ? 0x80000000u : 0u;
+    for (uint32_t bits = 0;; bits += 97) {
+      const float v = std::bit_cast<float>(bits | sign);
+      if (std::fabs(v) > std::fabs(limit)) break;
+      xs.push_back(v);
+      if (xs.size() == (size_t{1} << 20)) check_chunk();
+    }
+  }
+  check_chunk();
+  INFO("worst " << worst << " ulp at " << worst_at);
+  CHECK(worst <= 1.2);
 }
 
 TEST_CASE("vectorised float64 exp, sigmoid and silu match float64 to 1e-10, overflow included") {
@@ -152,7 +202,8 @@ TEST_CASE("vectorised ops give the scalar formulas' NaN, Inf and signed zeros") 
   const std::vector<float> xs = {0.0f,  -0.0f, inf,    -inf,  std::numeric_limits<float>::quiet_NaN(),
                                  big,   -big,  1e30f,  -1e30f, 88.5f,
                                  -88.5f, 89.0f, -89.0f, 100.0f, -100.0f,
-                                 1e-45f, -1e-45f, 1e-20f, -1e-20f, 20.0f, -20.0f};
+                                 1e-45f, -1e-45f, 1e-20f, -1e-20f, 20.0f, -20.0f,
+                                 88.72f, 88.73f, -87.5f, -95.0f, -103.5f, -110.0f};
   const auto n = static_cast<int64_t>(xs.size());
   const Tensor x = from_vector(xs, {n});
   const Tensor grad = from_vector(std::vector<float>(xs.size(), 1.5f), {n});
@@ -181,8 +232,9 @@ TEST_CASE("vectorised ops give the scalar formulas' NaN, Inf and signed zeros") 
 }
 
 TEST_CASE("a NaN beside a value near float's overflow does not change that value's result") {
-  // exp recomputes inputs above 87 (where Eigen's exp overflows early); a NaN in the same
-  // block must not hide them.
+  // Every lane is computed on its own (an earlier exp recomputed a packet's lanes above 87
+  // behind a packet-wide test, which a NaN could have hidden); values near float's overflow
+  // and underflow beside NaNs give the bits they give alone.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> alone = {88.5f, -88.5f, 88.0f};
   for (size_t at = 0; at < 3; ++at) {
