@@ -2,7 +2,8 @@
 // operand's strides (ops/cpu/loops.h), loading each element into the arithmetic type,
 // calling the shared functor of optimizer_math.h and storing the written operands back.
 // The build compiles this file with -ffp-contract=off so the compiler fuses no multiply-add
-// the CUDA build (--fmad=false) would round separately: both devices give the same bits.
+// the CUDA build (--fmad=false) would round separately: both devices give the same bits
+// (and with -fno-math-errno, so that sqrt is one instruction the SIMD loop can use).
 #include <tuple>
 
 #include "../tensor/dtype_dispatch.h"
@@ -36,7 +37,9 @@ void update_elements(const std::array<const Tensor*, N>& operands, const F& f) {
       // The functor and the pointers as a lambda's own copies, so the loop keeps them in registers.
       std::apply(
           [f, n](auto*... ptr) {
+#ifdef _OPENMP
 #pragma omp simd
+#endif
             for (int64_t i = 0; i < n; ++i) f(i, ptr...);
           },
           q);
