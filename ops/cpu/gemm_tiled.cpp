@@ -219,8 +219,9 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   // spread over a few cores. Edges stop near kMinEdge (128): a oneDNN call has a fixed cost
   // (packing set-up) that smaller tiles do not repay; one thread ran 256 x 784 x 256 in 824 us
   // as one call, 696 us as 2 x 2 tiles of 128, 1634 us as 4 x 4 tiles of 64 and 2727 us as 8 x 8
-  // (2-core VM, oneDNN 2.6, medians of 30). (Before: 1 Mi multiply-adds and 32-row tiles, with
-  // which 16 threads ran a Fashion-MNIST epoch 3x slower than 8.)
+  // (2-core VM, oneDNN 2.6, medians of 30). (Before: 1 Mi multiply-adds and 32-row tiles; on the
+  // GPU machine's host 16 threads then ran a Fashion-MNIST epoch 3x slower than 8, in a run
+  // with much steal time, and 1.2x slower with these in a run without: BENCHMARKS.md 9.)
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
   if (threads <= 1) return TileGrid{Split{M, 8, 1}, Split{N, mr, 1}};
   constexpr int64_t kTilesPerThread = 2;
