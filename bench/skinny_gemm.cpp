@@ -101,13 +101,8 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
                    cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
                    bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true) {
-  SkinnyGemmArgs a;
-  a.epilogue = e;
-  a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
-  a.x = x.data_ptr(), a.ldx = a.k;
-  a.w = w.data_ptr(), a.ldw = a.k;
-  a.bias = bias.data_ptr();
-  a.out = out.data_ptr(), a.ldo = a.n;
+  SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, e, x.sizes()[0], w.sizes()[0], x.sizes()[1],
+                                       x.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr());
   a.split_k = split_k;
   a.warps_k = warps_k;
   a.kernel = kernel;

@@ -31,9 +31,9 @@ void update_elements(const std::array<const Tensor*, N>& operands, const F& f) {
   parallel_walk<N>(operands[0]->sizes(), ops, kGrainTranscendental, [&](char** p, const int64_t* s, int64_t n) {
     bool dense = true;
     for (size_t k = 0; k < N; ++k) dense = dense && s[k] == static_cast<int64_t>(sizeof(T));
-    std::array<T*, N> q;
-    for (size_t k = 0; k < N; ++k) q[k] = reinterpret_cast<T*>(p[k]);
     if (dense) {
+      std::array<T*, N> q;
+      for (size_t k = 0; k < N; ++k) q[k] = reinterpret_cast<T*>(p[k]);
       // The functor and the pointers as a lambda's own copies, so the loop keeps them in registers.
       std::apply(
           [f, n](auto*... ptr) {

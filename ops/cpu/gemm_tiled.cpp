@@ -32,7 +32,6 @@
 
 #ifdef KILN_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-#include <omp.h>
 #endif
 
 namespace kiln::cpu {

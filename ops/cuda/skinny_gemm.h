@@ -72,6 +72,21 @@ struct SkinnyGemmArgs {
   bool prefetch_l2 = true;
 };
 
+/// The arguments for dense row-major operands, x [m, k], w [n, k], bias [n] (or null) and
+/// out [m, n] (benchmarks and tests; the ops pass their own strides).
+inline SkinnyGemmArgs skinny_dense_args(SkinnyType type, SkinnyEpilogue epilogue, int64_t m, int64_t n, int64_t k,
+                                        const void* x, const void* w, const void* bias, void* out) {
+  SkinnyGemmArgs a;
+  a.type = type;
+  a.epilogue = epilogue;
+  a.m = m, a.n = n, a.k = k;
+  a.x = x, a.ldx = k;
+  a.w = w, a.ldw = k;
+  a.bias = bias;
+  a.out = out, a.ldo = n;
+  return a;
+}
+
 /// The largest m that skinny_gemm_supported() takes on the current device (measured on an H200:
 /// docs/notes/skinny_gemm.md): 16 for the portable kernel, 64 where the sm_90a kernel runs;
 /// above it a plain linear through cuBLASLt is faster.

@@ -116,13 +116,9 @@ inline Operands make_operands(int64_t m, int64_t n, int64_t k, DType dtype) {
 /// The sm_90a kernel's arguments for out[m, n] = epilogue(x w^T + bias), all dense device tensors.
 inline SkinnyGemmArgs wgmma_args(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out,
                                  SkinnyEpilogue e) {
-  SkinnyGemmArgs a;
-  a.epilogue = e;
-  a.m = x.sizes()[0], a.k = x.sizes()[1], a.n = w.sizes()[0];
-  a.x = x.data_ptr(), a.ldx = a.k;
-  a.w = w.data_ptr(), a.ldw = a.k;
-  a.bias = bias.data_ptr();
-  a.out = out.data_ptr(), a.ldo = a.n;
+  const SkinnyType type = x.dtype() == kBFloat16 ? SkinnyType::BFloat16 : SkinnyType::Float16;
+  SkinnyGemmArgs a = skinny_dense_args(type, e, x.sizes()[0], w.sizes()[0], x.sizes()[1], x.data_ptr(), w.data_ptr(),
+                                       bias.data_ptr(), out.data_ptr());
   a.kernel = SkinnyKernel::Wgmma;
   return a;
 }
@@ -161,14 +157,9 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
-  SkinnyGemmArgs a;
-  a.type = type;
-  a.epilogue = e;
-  a.m = m, a.n = n, a.k = k;
-  a.x = o.gx.data_ptr(), a.ldx = k;
-  a.w = o.gw.data_ptr(), a.ldw = k;
-  a.bias = with_bias ? o.gb.data_ptr() : nullptr;
-  a.out = out.data_ptr(), a.ldo = ld;
+  SkinnyGemmArgs a = skinny_dense_args(type, e, m, n, k, o.gx.data_ptr(), o.gw.data_ptr(),
+                                       with_bias ? o.gb.data_ptr() : nullptr, out.data_ptr());
+  a.ldo = ld;
   a.pre = with_pre ? pre.data_ptr() : nullptr, a.ldp = ld;
   a.split_k = knobs.split_k;
   a.warps_k = knobs.warps_k;
