@@ -12,6 +12,10 @@
 //
 // --only grain prints instead what the parallel grains of ops/cpu/parallel.h rest on: the
 // cost of an OpenMP fork/join and the per-element costs of add and gelu on one thread.
+// --only stream is a probe for the large arrays (float [1024, 4096], 16 MiB each way): the
+// library's gelu and exp against a copy (clone: the memory traffic alone) and against the
+// same packet formula written here with non-temporal stores (no read-for-ownership of the
+// output's lines), on the same threads and chunks; AVX-512 builds only.
 #include <kiln/kiln.h>
 
 #include <cstring>
@@ -19,6 +23,12 @@
 #include <string>
 
 #include "bench/bench_util.h"
+#include "ops/cpu/parallel.h"
+#include "ops/cpu/vec_math.h"
+
+#ifdef EIGEN_VECTORIZE_AVX512
+#include <immintrin.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -38,6 +48,41 @@ void time_row(const std::string& name, const std::string& shape, int threads, in
   turns.run(repeats);
   fmt::print("row {} {} {} {:.1f}\n", name, shape, threads, turns.median_ns(name) / 1e3);
   std::fflush(stdout);
+}
+
+#ifdef EIGEN_VECTORIZE_AVX512
+// y = F(x) over dense float arrays, the library's packet formula and chunks, but each packet
+// stored with a non-temporal store (the probe's variant; y must be 64-byte aligned).
+template <typename F>
+void apply_streaming(const float* x, float* y, int64_t n) {
+  cpu::parallel_for(n, cpu::kGrainTranscendental, [&](int64_t begin, int64_t end) {
+    int64_t i = begin;
+    for (; i + 16 <= end; i += 16)
+      _mm512_stream_ps(y + i, cpu::vec::VecUnary<float, F>::packet(_mm512_loadu_ps(x + i)));
+    if (i < end) cpu::vec::apply_unary<float, F>(x + i, y + i, end - i);
+    _mm_sfence();
+  }, 16);
+}
+#endif
+
+// The --only stream probe (see the top of the file).
+void stream_probe(int threads, int repeats) {
+  const Tensor x = randn({1024, 4096});
+  Tensor y;
+  time_row("copy", "1024x4096", threads, repeats, 3, [&] { y = x.clone(); });
+  time_row("gelu", "1024x4096", threads, repeats, 3, [&] { y = gelu(x); });
+  time_row("exp", "1024x4096", threads, repeats, 3, [&] { y = exp(x); });
+#ifdef EIGEN_VECTORIZE_AVX512
+  const auto streamed = [&](auto formula) {
+    using F = decltype(formula);
+    y = empty_like(x);
+    apply_streaming<F>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  };
+  time_row("gelu_stream", "1024x4096", threads, repeats, 3, [&] { streamed(math::Gelu{}); });
+  time_row("exp_stream", "1024x4096", threads, repeats, 3, [&] { streamed(math::Exp{}); });
+#else
+  fmt::print("stream: not an AVX-512 build, no non-temporal rows\n");
+#endif
 }
 
 }  // namespace
@@ -67,6 +112,10 @@ int main(int argc, char** argv) {
              repeats);
   const NoGradGuard no_grad;
   manual_seed(0);
+  if (only == "stream") {
+    stream_probe(threads, repeats);
+    return 0;
+  }
 
   struct Unary {
     const char* name;

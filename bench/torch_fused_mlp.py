@@ -20,6 +20,7 @@ the MLP block's weights are parameters, so its max-autotune row keeps CUDA graph
                                      [--precisions float32,tf32,bfloat16] [--csv]
 """
 import argparse
+import sys
 import statistics
 
 import torch
@@ -59,6 +60,12 @@ def main():
     args = ap.parse_args()
     dev = torch.device("cuda")
     rows = []
+
+    def add(row):
+        # Each row also goes to stderr at once, so a run cut short by a time limit keeps them.
+        rows.append(row)
+        print("row", *row, file=sys.stderr, flush=True)
+
     torch.manual_seed(0)
     for prec in args.precisions.split(","):
         dtype = set_precision(prec)
@@ -100,14 +107,14 @@ def main():
                     variants.append((f"compile {inductor_mode}", compiled))
             for name, fn in variants:
                 us = 1e3 * device_ms_per_call(fn, sets, repeats=51, warmup=3)
-                rows.append(("linear_gelu", prec, f"{m}x{k}x{n}", name, us, 2.0 * m * n * k / us / 1e6))
+                add(("linear_gelu", prec, f"{m}x{k}x{n}", name, us, 2.0 * m * n * k / us / 1e6))
             del x, ws, bs
         for batch in BATCHES:
             mlp = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024))
             mlp = mlp.to(dev, dtype).eval()
             x = torch.randn(batch, 1024, device=dev, dtype=dtype)
             with torch.no_grad():
-                rows.append(("mlp", prec, f"batch {batch}", "eager", median_us(lambda: mlp(x)), 0.0))
+                add(("mlp", prec, f"batch {batch}", "eager", median_us(lambda: mlp(x)), 0.0))
                 static_x = x.clone()
                 s = torch.cuda.Stream()
                 s.wait_stream(torch.cuda.current_stream())
@@ -124,12 +131,12 @@ def main():
                     g.replay()
                     return static_y
 
-                rows.append(("mlp", prec, f"batch {batch}", "cuda graph", median_us(replay), 0.0))
+                add(("mlp", prec, f"batch {batch}", "cuda graph", median_us(replay), 0.0))
                 if args.compile:
                     for mode in args.compile_modes.split(","):
                         torch._dynamo.reset()
                         c = torch.compile(mlp, mode=mode)
-                        rows.append(("mlp", prec, f"batch {batch}", f"compile {mode}", median_us(lambda: c(x)), 0.0))
+                        add(("mlp", prec, f"batch {batch}", f"compile {mode}", median_us(lambda: c(x)), 0.0))
     torch.backends.cuda.matmul.allow_tf32 = False
     if args.csv:
         print("kind,precision,shape,variant,us,tflops")

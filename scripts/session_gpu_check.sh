@@ -6,7 +6,7 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
-# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp cpudiag cpu)
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpu)
 set -u
 OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
@@ -105,6 +105,11 @@ if has mlp; then
     say "libtorch side-by-side: build failed"; tail -20 "$OUT/libtorch.log" >> "$S"
   fi
 fi
+if has torchmax; then
+  # torch.compile max-autotune beside default for the bf16 rows (autotuning takes minutes).
+  timeout ${TORCHMAX_S:-240} python3 bench/torch_fused_mlp.py --compile --compile-modes default,max-autotune --precisions bfloat16 \
+    > "$OUT/torchmax.txt" 2>&1; say "torch_fused_mlp max-autotune rc=$? at $(date +%T)"; tail -30 "$OUT/torchmax.txt" >> "$S"
+fi
 if has cpudiag && [ -n "${FM:-}" ]; then
   # Issue 17: how the Fashion-MNIST CPU epoch scales on this host, and what the host is
   # (SMT, CPU quota, CPU pressure, steal time), Kiln and PyTorch under the same settings.
@@ -131,6 +136,7 @@ if has cpu; then
     ${FM:+--fashion-mnist $FM} > "$OUT/cpu.txt" 2>&1; say "cpu_vs_torch rc=$? at $(date +%T)"
   timeout 300 python3 bench/cpu_elementwise_vs_torch.py --binary $B/bench/cpu_elementwise --threads 1,$nproc_all \
     >> "$OUT/cpu.txt" 2>&1; say "cpu_elementwise_vs_torch rc=$? at $(date +%T)"
+  for t in 1 $nproc_all; do OMP_NUM_THREADS=$t timeout 60 $B/bench/cpu_elementwise --threads $t --repeats 11 --only stream >> "$OUT/cpu.txt" 2>&1; done
   cat "$OUT/cpu.txt" >> "$S"
 fi
 say "end $(date +%T)"
