@@ -11,7 +11,8 @@
 // overrides, the M sweep {1, 8, 16, 32, 64, 128, 256} over N, K in {1024, 4096} (where the size
 // policy's threshold comes from), and the MLP block (1024 -> 4096 -> 1024, GELU) at M = 64 as
 // back-to-back kernels each way (the sm_90a pair also without programmatic dependent launch
-// and with each tile width), and as one CUDA graph of the two skinny kernels.
+// and with each tile width), and as one CUDA graph of the two skinny kernels; beside them the
+// one-launch block kernel (ops/cuda/skinny_block.h), back to back and as a one-node graph.
 //
 // Timing (bench/cuda_bench_util.h): CUDA events around one pass over the weight sets, queued
 // behind a spin kernel so host launch cost is hidden; after a warm-up pass, the median of
@@ -35,6 +36,7 @@
 #include "bench/cuda_bench_util.h"
 #include "ops/cuda/blas_layout.h"
 #include "ops/cuda/cublaslt.h"
+#include "ops/cuda/skinny_block.h"
 #include "ops/cuda/skinny_gemm.h"
 #include "ops/cuda/skinny_wgmma.h"
 #include "ops/kernels.h"
@@ -111,6 +113,24 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.stages = stages;
   a.prefetch_l2 = prefetch_l2;
   skinny_gemm(a, s);
+}
+
+/// The one-launch block's arguments (ops/cuda/skinny_block.h): y = gelu(x w1^T + b1) w2^T + b2,
+/// h its hidden activation, bfloat16, with `workspace` (zeroed once).
+SkinnyBlockArgs block_args(const Tensor& y, const Tensor& h, const Tensor& x, const Tensor& w1, const Tensor& b1,
+                           const Tensor& w2, const Tensor& b2, const Tensor& workspace, bool programmatic = true) {
+  SkinnyBlockArgs a = skinny_block_dense_args(SkinnyType::BFloat16, x.sizes()[0], x.sizes()[1], w1.sizes()[0],
+                                              w2.sizes()[0], x.data_ptr(), w1.data_ptr(), b1.data_ptr(), w2.data_ptr(),
+                                              b2.data_ptr(), h.data_ptr(), y.data_ptr(), workspace.data_ptr(),
+                                              static_cast<size_t>(workspace.numel()) * 4);
+  a.programmatic = programmatic;
+  return a;
+}
+
+/// A zeroed workspace for the block at these sizes.
+Tensor block_workspace(int64_t m, int64_t k, int64_t hidden, int64_t n) {
+  const size_t bytes = skinny_block_workspace_bytes(m, k, hidden, n);
+  return zeros({static_cast<int64_t>(bytes / 4) + 1}, TensorOptions(kFloat32).device(Device::cuda(0)));
 }
 
 /// Median microseconds per call of `call` (one weight set per call).
@@ -214,6 +234,9 @@ int main(int argc, char** argv) {
   {
     Problem up(64, 1024, 4096, l2), down(64, 4096, 1024, l2);
     const int sets = static_cast<int>(std::min(up.weights.size(), down.weights.size()));
+    const Tensor ws = block_workspace(64, 1024, 4096, 1024);
+    const bool blk =
+        wg && skinny_block_accepts(block_args(down.out, up.out, up.x, up.weights[0], up.bias, down.weights[0], down.bias, ws));
     // 0: cuBLASLt + gelu + cuBLASLt; 1: the portable kernels; 2: the sm_90a kernels without
     // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
     // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
@@ -223,7 +246,9 @@ int main(int argc, char** argv) {
         for (int i = 0; i < sets; ++i) {
           const Tensor& w1 = up.weight();
           const Tensor& w2 = down.weight();
-          if (how >= 2) {
+          if (how == 8) {
+            skinny_mlp_block(block_args(down.out, up.out, up.x, w1, up.bias, w2, down.bias, ws), s);
+          } else if (how >= 2) {
             const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
             const int stages = how == 6 ? 8 : 0;
             const bool prefetch = how < 6;
@@ -245,13 +270,15 @@ int main(int argc, char** argv) {
     };
     const double lt = block(0), sk = block(1);
     const double wg2 = wg ? block(2) : 0.0, wg3 = wg ? block(3) : 0.0, wg4 = wg ? block(4) : 0.0,
-                 wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0;
+                 wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0,
+                 one = blk ? block(8) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
       fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
       fmt::print("mlp,wg+g+wg bn64,64,1024,4096,{:.2f},0\nmlp,wg+g+wg bn128,64,1024,4096,{:.2f},0\n", wg4, wg5);
       fmt::print("mlp,wg+g+wg 8st no-prefetch,64,1024,4096,{:.2f},0\nmlp,wg+g+wg no-prefetch,64,1024,4096,{:.2f},0\n",
                  wg6, wg7);
+      fmt::print("mlp,block kernel,64,1024,4096,{:.2f},0\n", one);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
@@ -261,6 +288,8 @@ int main(int argc, char** argv) {
       fmt::print("  mlp block M=64: 8-stage ring without L2 prefetch (before) {:.2f} us, default ring without "
                  "prefetch {:.2f} us, default (ring + prefetch) {:.2f} us\n",
                  wg6, wg7, wg3);
+      fmt::print("  mlp block M=64: one-launch block kernel {:.2f} us (ratio to the two sm_90a kernels {:.2f}){}\n", one,
+                 one / wg3, blk ? "" : " (not run: the device does not take it)");
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
@@ -276,11 +305,16 @@ int main(int argc, char** argv) {
     cuda::synchronize();
     // -2, -4: the portable kernels with 2 or 4 warps per k block; 0: the sm_90a kernels without
     // programmatic dependent launch; 1: with it (the default); 2, 3: with it, 64 / 128 rows of w
-    // per CTA; 4: the 8-stage ring without the L2 prefetch (before); 5: the default ring without it.
-    for (int how : {-2, -4, 0, 1, 2, 3, 4, 5}) {
-      if (how >= 0 && !wg) continue;
+    // per CTA; 4: the 8-stage ring without the L2 prefetch (before); 5: the default ring without it;
+    // 6, 7: the one-launch block kernel (ops/cuda/skinny_block.h), with and without programmatic launch.
+    const Tensor ws = block_workspace(64, 1024, 4096, 1024);
+    const bool blk = wg && skinny_block_accepts(block_args(y, h, x, w1, b1, w2, b2, ws));
+    for (int how : {-2, -4, 0, 1, 2, 3, 4, 5, 6, 7}) {
+      if ((how >= 0 && !wg) || (how >= 6 && !blk)) continue;
       auto block = [&] {
-        if (how < 0) {
+        if (how >= 6) {
+          skinny_mlp_block(block_args(y, h, x, w1, b1, w2, b2, ws, how == 6), gs);
+        } else if (how < 0) {
           skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, -how);
           skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, -how);
         } else {
@@ -296,6 +330,8 @@ int main(int argc, char** argv) {
                                : how == 1 ? std::string("wg")
                                : how == 4 ? std::string("wg 8st no-prefetch")
                                : how == 5 ? std::string("wg no-prefetch")
+                               : how == 6 ? std::string("block kernel")
+                               : how == 7 ? std::string("block kernel no-pdl")
                                           : fmt::format("wg bn{}", how == 2 ? 64 : 128);
       block();
       KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");

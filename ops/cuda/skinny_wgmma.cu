@@ -39,6 +39,7 @@
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
 #include "skinny_wgmma_kernel.cuh"
+#include "skinny_tensor_map.h"
 #include "sm90_tensor_map.h"
 
 namespace kiln::cuda_kernels {
@@ -189,25 +190,6 @@ const WgFacts* wg_current_facts() {
   return f.ready ? &f : nullptr;
 }
 
-/// The tensor map of a row-major [rows, k] 16-bit matrix with row stride `ld` elements, moved in
-/// [box_rows, 64] boxes with the 128-byte swizzle; reads past the edges give zeros.
-CUtensorMap wg_make_map(SkinnyType type, const void* base, int64_t k, int64_t rows, int64_t ld, int box_rows) {
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kBlockK), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  CUtensorMap map{};
-  const CUresult status = sm90::encode_tiled()(
-      &map, type == SkinnyType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-      const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  KILN_CHECK(status == CUDA_SUCCESS,
-             "skinny_gemm: cuTensorMapEncodeTiled returned {} for a [{}, {}] operand with row stride {} "
-             "(skinny_gemm_accepts() should have declined this call)",
-             static_cast<int>(status), rows, k, ld);
-  return map;
-}
-
 }  // namespace
 }  // namespace skinny
 
@@ -253,8 +235,8 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
   p.stages = stages;
   p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;
-  const CUtensorMap map_w = wg_make_map(a.type, a.w, a.k, a.n, a.ldw, bn);
-  const CUtensorMap map_x = wg_make_map(a.type, a.x, a.k, a.m, a.ldx, bm);
+  const CUtensorMap map_w = skinny_tensor_map("skinny_gemm", a.type, a.w, a.k, a.n, a.ldw, bn);
+  const CUtensorMap map_x = skinny_tensor_map("skinny_gemm", a.type, a.x, a.k, a.m, a.ldx, bm);
 
   const int64_t grid_x = tiles_n * split;
   // accepts() bounds n and m so that both fit: n / BN tiles times at most 8, m / BM row tiles.

@@ -1,0 +1,76 @@
+// The MLP block y = gelu(x w1^T + b1) w2^T + b2 (exact GELU) at a small batch in one sm_90a
+// launch (kernel: skinny_block_kernel.cuh; host: skinny_block.cu): every weight byte of both
+// layers in flight from the start, the down-projection starting on each k block of h as soon
+// as the up-projection has stored it. Rounding per layer as the skinny GEMM's (h =
+// round16(gelu(round16(x w1^T + b1))), y = round16(h w2^T + b2)); with the same split of the
+// up-projection's K, h equals skinny_gemm's GELU epilogue bit for bit.
+//
+// Experimental (2026-12-02): reached from the benchmark and the tests, not yet from an op or
+// the graph pass. Plain C++ types; CUDA builds only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "skinny_gemm.h"
+
+namespace kiln::cuda_kernels {
+
+/// One block call: row-major matrices, leading dimensions (row strides) in elements.
+struct SkinnyBlockArgs {
+  SkinnyType type = SkinnyType::BFloat16;
+  int64_t m = 0, k = 0, hidden = 0, n = 0;  ///< x [m, k], w1 [hidden, k], w2 [n, hidden]
+  const void* x = nullptr;
+  int64_t ldx = 0;
+  const void* w1 = nullptr;
+  int64_t ldw1 = 0;
+  const void* b1 = nullptr;  ///< [hidden] or null
+  const void* w2 = nullptr;
+  int64_t ldw2 = 0;
+  const void* b2 = nullptr;  ///< [n] or null
+  void* h = nullptr;         ///< [m, hidden] out: gelu(x w1^T + b1)
+  int64_t ldh = 0;
+  void* y = nullptr;         ///< [m, n] out
+  int64_t ldy = 0;
+  /// Device memory of at least skinny_block_workspace_bytes(): partial tiles and counters.
+  /// Zero it once before its first use; every launch leaves its counters at zero again.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  /// Launch with programmatic dependent launch (the kernel waits for the previous one before
+  /// touching memory, as the skinny kernel does).
+  bool programmatic = true;
+};
+
+/// The workspace a call of these sizes needs (0 when the sizes are out of range).
+size_t skinny_block_workspace_bytes(int64_t m, int64_t k, int64_t hidden, int64_t n);
+
+/// Whether the current device runs the block kernel for `args`: skinny_wgmma_ready(), m in
+/// [1, 64], every size positive, k and hidden multiples of 8 and row strides that TMA takes
+/// (multiples of 8 elements, 16-byte aligned x, w1, w2, h), both layers' shares of K within a
+/// CTA's 8 k blocks, all CTAs resident at once, and a large enough workspace.
+bool skinny_block_accepts(const SkinnyBlockArgs& args);
+
+/// Enqueues the block on `stream`; throws kiln::Error (naming the refused value) when
+/// skinny_block_accepts() is false.
+void skinny_mlp_block(const SkinnyBlockArgs& args, cudaStream_t stream);
+
+/// A dense call: x [m, k], w1 [hidden, k], w2 [n, hidden], h [m, hidden], y [m, n].
+inline SkinnyBlockArgs skinny_block_dense_args(SkinnyType type, int64_t m, int64_t k, int64_t hidden, int64_t n,
+                                               const void* x, const void* w1, const void* b1, const void* w2,
+                                               const void* b2, void* h, void* y, void* workspace,
+                                               size_t workspace_bytes) {
+  SkinnyBlockArgs a;
+  a.type = type;
+  a.m = m, a.k = k, a.hidden = hidden, a.n = n;
+  a.x = x, a.ldx = k;
+  a.w1 = w1, a.ldw1 = k, a.b1 = b1;
+  a.w2 = w2, a.ldw2 = hidden, a.b2 = b2;
+  a.h = h, a.ldh = hidden;
+  a.y = y, a.ldy = n;
+  a.workspace = workspace, a.workspace_bytes = workspace_bytes;
+  return a;
+}
+
+}  // namespace kiln::cuda_kernels

@@ -1,0 +1,272 @@
+// The MLP block y = gelu(x w1^T + b1) w2^T + b2 at a small batch (M <= 64) in ONE sm_90a launch
+// (host side: skinny_block.cu; interface: skinny_block.h). At M = 64 each of the block's two
+// linears reads an 8 MiB weight in ~1.75 us of DRAM time, yet as two skinny kernels
+// (skinny_wgmma_kernel.cuh) each costs ~5-6 us: a ring fill per kernel that nothing overlaps,
+// a launch, a tail (docs/notes/skinny_gemm.md, v5). Here every CTA of both layers starts at
+// once and loads its whole share of its weight into shared memory at the start, so all of
+// w1 and w2 are in flight together; the down-projection's CTAs then wait, k block by k block,
+// only for the up-projection tiles they read.
+//
+// The grid: the up-projection's CTAs first (tiles1 = ceil(hidden / 64) tiles of 64 rows of w1,
+// each split over split1 CTAs along K), then the down-projection's (tiles2 = ceil(n / 64)
+// tiles of w2, split2 CTAs each). Every CTA is one warpgroup computing out^T = w x^T for its
+// 64 rows of w and the batch (BM = 64 columns, rows past M arrive as zeros), as the skinny
+// kernel does: w's k blocks (at most kWBlocks per CTA) all go into shared memory at once, x's
+// through a short ring. The host launches only grids whose CTAs are all resident at once (two
+// per SM), so no CTA waits for one that cannot run.
+//
+// The split-K reduction goes through global memory instead of a cluster (the two layers want
+// different splits, and a launch has one cluster shape): each CTA parks its fp32 partial tile
+// in the workspace and counts itself in for its tile; the last to arrive sums the partials in
+// rank order (the order the cluster epilogue uses, so at the same split the bits equal the
+// two-kernel path's), adds the bias, rounds, applies GELU (up) and stores. Up-projection tile j
+// is the down-projection's k block j (both 64 wide): once stored, its last CTA releases
+// ready[j]; a down-projection CTA acquires ready[kb] before its TMA load of that k block of h,
+// with a proxy fence on both sides (h is written by ordinary stores, read by TMA). Counters are
+// left at zero for the next launch: each tile's last CTA resets its tile counter, and the
+// down-projection's last CTA to finish its loads (the `done` count) resets the ready flags.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "skinny_gemm_epilogue.cuh"
+#include "skinny_wgmma_kernel.cuh"
+#include "sm90_ptx.cuh"
+#include "sm90_wgmma.cuh"
+
+namespace kiln::cuda_kernels::skinny {
+
+/// The run-time part of one block launch (checked on the host: skinny_block_accepts).
+struct BlockParams {
+  const void* b1 = nullptr;  ///< [hidden] or null
+  const void* b2 = nullptr;  ///< [n] or null
+  void* h = nullptr;         ///< [m, hidden], row stride ldh: gelu(x w1^T + b1)
+  void* y = nullptr;         ///< [m, n], row stride ldy
+  int64_t ldh = 0, ldy = 0;
+  int32_t m = 0, hidden = 0, n = 0;
+  int32_t kb1 = 0, kb2 = 0;                  ///< k blocks of each layer (kb2 == tiles1)
+  int32_t split1 = 1, per1 = 0, split2 = 1, per2 = 0;  ///< CTAs per tile, k blocks per CTA
+  int32_t tiles1 = 0, tiles2 = 0;
+  float* ws1 = nullptr;  ///< [tiles1][split1][64][64] partial tiles
+  float* ws2 = nullptr;  ///< [tiles2][split2][64][64]
+  uint32_t* count1 = nullptr;  ///< [tiles1] CTAs of the tile done
+  uint32_t* count2 = nullptr;  ///< [tiles2]
+  uint32_t* ready = nullptr;   ///< [tiles1] up-projection tile stored
+  uint32_t* done = nullptr;    ///< [1] down-projection CTAs past their loads
+  uint32_t vec_h = 0, vec_y = 0;  ///< rows may be stored 4 elements at a time
+};
+
+/// Compile-time sizes of the block kernel.
+struct BlockTile {
+  static constexpr int kBlockN = 64;  ///< rows of w per CTA (one wgmma atom)
+  static constexpr int kBlockM = 64;  ///< columns of the transposed product: the batch, padded
+  static constexpr int kBlockK = 64;
+  static constexpr int kThreads = 128;
+  static constexpr int kWBlocks = 8;  ///< a CTA's whole share of w, in k blocks
+  static constexpr int kXStages = 3;
+  static constexpr int kWBytes = kBlockN * 128;
+  static constexpr int kXBytes = kBlockM * 128;
+  static constexpr int kRedLd = kBlockN + 4;
+  static constexpr int kRedBytes = kBlockM * kRedLd * 4;
+  static constexpr int kPartial = kBlockM * kBlockN;  ///< floats of one parked partial tile
+  /// Dynamic shared memory: w's blocks, x's ring, the partial tile, alignment slack. Two CTAs
+  /// per SM: 2 x (106 KB + 1 KB reserved) within the H100/H200's 228 KB.
+  static constexpr int kSmemBytes = kWBlocks * kWBytes + kXStages * kXBytes + kRedBytes + 1024;
+  static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "BlockTile: two CTAs per SM");
+};
+
+/// A 32-bit load with acquire semantics at GPU scope.
+__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/// A 32-bit store with release semantics at GPU scope.
+__device__ __forceinline__ void store_release_gpu(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/// Orders this thread's generic-proxy global accesses with its async-proxy (TMA) ones.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
+/// The kernel: grid tiles1 * split1 + tiles2 * split2 CTAs of BlockTile::kThreads threads.
+template <typename T>
+__global__ void __launch_bounds__(BlockTile::kThreads, 2)
+    skinny_block_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w1,
+                        const __grid_constant__ CUtensorMap map_h, const __grid_constant__ CUtensorMap map_w2,
+                        const BlockParams p) {
+#if defined(KILN_SM90A_DEVICE)
+  using C = BlockTile;
+  __shared__ __align__(8) uint64_t w_full[C::kWBlocks];
+  __shared__ __align__(8) uint64_t x_full[C::kXStages];
+  __shared__ uint32_t last_in_tile;
+  extern __shared__ __align__(16) uint8_t dynamic_smem[];
+  const uint32_t base = sm90::smem_address(dynamic_smem);
+  const uint32_t w_smem = (base + 1023u) & ~1023u;
+  const uint32_t x_smem = w_smem + C::kWBlocks * C::kWBytes;
+  float* red = reinterpret_cast<float*>(dynamic_smem + (w_smem - base) + C::kWBlocks * C::kWBytes +
+                                        C::kXStages * C::kXBytes);
+  const uint32_t w_full0 = sm90::smem_address(&w_full[0]);
+  const uint32_t x_full0 = sm90::smem_address(&x_full[0]);
+  const int tid = static_cast<int>(threadIdx.x);
+
+  const int first_down = p.tiles1 * p.split1;
+  const bool up = static_cast<int>(blockIdx.x) < first_down;
+  const int local = up ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x) - first_down;
+  const int split = up ? p.split1 : p.split2;
+  const int per = up ? p.per1 : p.per2;
+  const int tile = local / split, rank = local % split;
+  const int n0 = tile * C::kBlockN;
+  const int kb_begin = rank * per;
+  const int nkb = max(min(kb_begin + per, up ? p.kb1 : p.kb2) - kb_begin, 0);
+  const CUtensorMap* map_w = up ? &map_w1 : &map_w2;
+  const CUtensorMap* map_in = up ? &map_x : &map_h;
+
+  if (tid == 0) {
+    for (int i = 0; i < C::kWBlocks; ++i) sm90::mbarrier_init(w_full0 + 8 * i, 1);
+    for (int s = 0; s < C::kXStages; ++s) sm90::mbarrier_init(x_full0 + 8 * s, 1);
+    sm90::fence_mbarrier_init();
+    sm90::prefetch_tensor_map(map_w);
+    sm90::prefetch_tensor_map(map_in);
+    for (int i = 0; i < nkb; ++i) prefetch_l2_2d(map_w, (kb_begin + i) * C::kBlockK, n0);  // safe: see skinny_wgmma_kernel.cuh
+  }
+  __syncthreads();
+  sm90::griddepcontrol_wait();
+  sm90::griddepcontrol_launch_dependents();
+
+  // The whole share of w at once; x (or h) block i into ring stage i % kXStages (thread 0).
+  if (tid == 0)
+    for (int i = 0; i < nkb; ++i) {
+      sm90::mbarrier_arrive_expect_tx(w_full0 + 8 * i, C::kWBytes);
+      sm90::tma_load_2d(w_smem + i * C::kWBytes, map_w, w_full0 + 8 * i, (kb_begin + i) * C::kBlockK, n0);
+    }
+  auto issue_in = [&](int i) {
+    const int kb = kb_begin + i;
+    if (!up) {
+      while (load_acquire_gpu(p.ready + kb) == 0) __nanosleep(40);
+      fence_proxy_async_global();  // the acquired ordinary stores of h before this TMA read
+    }
+    const int s = i % C::kXStages;
+    sm90::mbarrier_arrive_expect_tx(x_full0 + 8 * s, C::kXBytes);
+    sm90::tma_load_2d(x_smem + s * C::kXBytes, map_in, x_full0 + 8 * s, kb * C::kBlockK, 0);
+  };
+  if (tid == 0)
+    for (int i = 0; i < C::kXStages && i < nkb; ++i) issue_in(i);
+
+  float acc[C::kBlockM / 2];
+#pragma unroll
+  for (int j = 0; j < C::kBlockM / 2; ++j) acc[j] = 0.0f;
+  for (int i = 0; i < nkb; ++i) {
+    const int s = i % C::kXStages;
+    sm90::mbarrier_wait(w_full0 + 8 * i, 0u);
+    sm90::mbarrier_wait(x_full0 + 8 * s, static_cast<uint32_t>(i / C::kXStages) & 1u);
+    const uint64_t desc_a = sm90::smem_descriptor_sw128(w_smem + i * C::kWBytes);
+    const uint64_t desc_b = sm90::smem_descriptor_sw128(x_smem + s * C::kXBytes);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::kBlockK / 16; ++kk)
+      sm90::wgmma_m64_narrow<C::kBlockM, T>(acc, desc_a + 2 * kk, desc_b + 2 * kk, (i > 0 || kk > 0) ? 1u : 0u);
+    sm90::wgmma_commit_group();
+    if (i > 0) {
+      sm90::wgmma_wait_group<1>();  // block i - 1's wgmma have read its stage: refill it
+      if (tid == 0 && i - 1 + C::kXStages < nkb) issue_in(i - 1 + C::kXStages);
+    }
+  }
+  sm90::wgmma_wait_group<0>();
+#pragma unroll
+  for (int j = 0; j < C::kBlockM / 2; ++j) sm90::fence_operand(acc[j]);
+
+  // Every k block of h this CTA reads has landed: count it out; the last down-projection CTA
+  // resets the ready flags for the next launch (every flag was set: the k blocks cover them).
+  if (!up && tid == 0) {
+    if (atomicAdd(p.done, 1u) == static_cast<uint32_t>(p.tiles2 * p.split2) - 1u) {
+      for (int j = 0; j < p.tiles1; ++j) p.ready[j] = 0u;
+      *p.done = 0u;
+    }
+  }
+
+  // The partial tile, [m][n], laid out as skinny_wgmma_kernel.cuh's (conflict-free).
+  {
+    const int warp = tid / 32, lane = tid % 32;
+    const int nn = warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < C::kBlockM / 8; ++j) {
+      const int m = j * 8 + 2 * (lane % 4);
+      red[m * C::kRedLd + nn] = acc[4 * j];
+      red[(m + 1) * C::kRedLd + nn] = acc[4 * j + 1];
+      red[m * C::kRedLd + nn + 8] = acc[4 * j + 2];
+      red[(m + 1) * C::kRedLd + nn + 8] = acc[4 * j + 3];
+    }
+  }
+  __syncthreads();
+
+  float* ws = (up ? p.ws1 : p.ws2) + static_cast<int64_t>(tile) * split * C::kPartial;
+  if (split > 1) {
+    // Park the partial, count in; only the tile's last CTA goes on.
+    for (int g = tid; g < p.m * (C::kBlockN / 4); g += C::kThreads) {  // rows past m are zeros: unread
+      const int m = g / (C::kBlockN / 4), c = (g % (C::kBlockN / 4)) * 4;
+      __stcg(reinterpret_cast<float4*>(ws + rank * C::kPartial + m * C::kBlockN + c),
+             *reinterpret_cast<const float4*>(red + m * C::kRedLd + c));
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      uint32_t* count = (up ? p.count1 : p.count2) + tile;
+      last_in_tile = atomicAdd(count, 1u) == static_cast<uint32_t>(split) - 1u ? 1u : 0u;
+      if (last_in_tile != 0u) *count = 0u;  // nobody else touches it in this launch
+    }
+    __syncthreads();
+    if (last_in_tile == 0u) return;
+    __threadfence();  // the other ranks' partials, made visible before their count
+  }
+
+  // Sum in rank order, bias, round, activate, store.
+  const T* bias = static_cast<const T*>(up ? p.b1 : p.b2);
+  T* out = static_cast<T*>(up ? p.h : p.y);
+  const int64_t ld = up ? p.ldh : p.ldy;
+  const int n_total = up ? p.hidden : p.n;
+  const bool vec = (up ? p.vec_h : p.vec_y) != 0u;
+  for (int g = tid; g < p.m * (C::kBlockN / 4); g += C::kThreads) {
+    const int m = g / (C::kBlockN / 4), nl = (g % (C::kBlockN / 4)) * 4;
+    const int n = n0 + nl;
+    if (n >= n_total) continue;
+    const float4 own = *reinterpret_cast<const float4*>(red + m * C::kRedLd + nl);
+    auto partial = [&](int r) {
+      return r == rank ? own : __ldcg(reinterpret_cast<const float4*>(ws + r * C::kPartial + m * C::kBlockN + nl));
+    };
+    float4 s = partial(0);
+    for (int r = 1; r < split; ++r) {
+      const float4 t = partial(r);
+      s.x += t.x;
+      s.y += t.y;
+      s.z += t.z;
+      s.w += t.w;
+    }
+    const int cnt = min(n_total - n, 4);
+    float v[4] = {s.x, s.y, s.z, s.w};
+    T o[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
+      const T h = narrow<T>(v[i]);
+      o[i] = up ? activate<T, Epi::GeluExact>(h) : h;
+    }
+    store4(out + static_cast<int64_t>(m) * ld + n, o, cnt, vec);
+  }
+  if (up) {
+    // Publish the tile: its stores, then (once every thread's are ordered) the flag.
+    fence_proxy_async_global();
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) store_release_gpu(p.ready + tile, 1u);
+  }
+#endif  // KILN_SM90A_DEVICE
+}
+
+}  // namespace kiln::cuda_kernels::skinny
