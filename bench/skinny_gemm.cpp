@@ -22,6 +22,7 @@
 //
 //   skinny_gemm          a table
 //   skinny_gemm --csv    one CSV row per case
+//   skinny_gemm --mlp-only   the MLP block's rows alone
 #include <kiln/kiln.h>
 
 #include <cuda_runtime_api.h>
@@ -145,7 +146,11 @@ double time_us(Problem& p, const std::function<void(const Tensor& w)>& call, cud
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool csv = argc > 1 && std::strcmp(argv[1], "--csv") == 0;
+  bool csv = false, mlp_only = false;
+  for (int i = 1; i < argc; ++i) {
+    csv = csv || std::strcmp(argv[i], "--csv") == 0;
+    mlp_only = mlp_only || std::strcmp(argv[i], "--mlp-only") == 0;
+  }
   if (!cuda::is_available()) {
     fmt::print("skinny_gemm: no GPU visible, nothing to measure\n");
     return 0;
@@ -219,16 +224,18 @@ int main(int argc, char** argv) {
       }
   };
 
-  for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}}) {
-    Problem p(64, k, n, l2);
-    run_all("target", p, true);
-  }
-  const std::vector<std::pair<int64_t, int64_t>> sweep = {{1024, 4096}, {4096, 1024}, {1024, 1024}, {4096, 4096}};
-  for (const auto& [k, n] : sweep)
-    for (int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
-      Problem p(m, k, n, l2);
-      run_all("sweep", p, false);
+  if (!mlp_only) {
+    for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{{1024, 4096}, {4096, 1024}}) {
+      Problem p(64, k, n, l2);
+      run_all("target", p, true);
     }
+    const std::vector<std::pair<int64_t, int64_t>> sweep = {{1024, 4096}, {4096, 1024}, {1024, 1024}, {4096, 4096}};
+    for (const auto& [k, n] : sweep)
+      for (int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
+        Problem p(m, k, n, l2);
+        run_all("sweep", p, false);
+      }
+  }
 
   // The MLP block at M = 64: 1024 -> 4096 (GELU) -> 1024, two kernels each way.
   {
