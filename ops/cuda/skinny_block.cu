@@ -4,14 +4,17 @@
 // the launch. Built for sm_90a alone, in the kiln_sm90 object library.
 //
 // The plan: each layer's tiles are 64 rows of its weight; a tile's K is split over the fewest
-// CTAs whose shares fit a CTA's kWBlocks k blocks (1024 elements), so at (64, 1024, 4096,
-// 1024) the up-projection takes 64 tiles x 2 CTAs (the skinny GEMM's own split there, hence
-// the same h) and the down-projection 16 tiles x 8. The kernel's down-projection CTAs wait for
-// up-projection tiles, so the host launches only grids that are resident in full (two CTAs per
-// SM on an H100/H200: 256 of 264 at that shape); larger blocks are declined.
+// CTAs whose shares fit a CTA's kWBlocks k blocks (1024 elements), at most kMaxSplit of them
+// (so K <= 4096 per layer: a rank's slice sums every rank's partial with all loads in flight
+// at once). At (64, 1024, 4096, 1024) the up-projection takes 64 tiles x 2 CTAs (the skinny
+// GEMM's own split there, hence the same h) and the down-projection 16 tiles x 8. The
+// kernel's CTAs wait for one another (a tile's ranks, the up-projection's tiles), so the host
+// launches only grids that are resident in full (two CTAs per SM on an H100/H200: 256 of 264
+// at that shape); larger blocks are declined.
 //
-// The workspace: [ws1][ws2][count1][count2][ready][done], each part 256-byte aligned; only its
-// counters need to be zero, once, before the first launch (each launch leaves them zero).
+// The workspace: [ws1][ws2][parked1][parked2][finished1][finished2][ready][done], each part
+// 256-byte aligned; only its counters need to be zero, once, before the first launch (each
+// launch leaves them zero).
 #include "skinny_block.h"
 
 #include <cuda.h>
@@ -92,7 +95,8 @@ struct BlockPlan {
   int32_t kb1 = 0, kb2 = 0, tiles1 = 0, tiles2 = 0;
   int32_t split1 = 1, per1 = 0, split2 = 1, per2 = 0;
   int64_t ctas = 0;
-  size_t ws1 = 0, ws2 = 0, count1 = 0, count2 = 0, ready = 0, done = 0, bytes = 0;  ///< byte offsets, total
+  size_t ws1 = 0, ws2 = 0, parked1 = 0, parked2 = 0, finished1 = 0, finished2 = 0, ready = 0, done = 0;  ///< offsets
+  size_t bytes = 0;  ///< the whole workspace
 };
 
 /// The fewest CTAs per tile whose shares of `kb` k blocks fit a CTA, and the share.
@@ -119,10 +123,13 @@ BlockPlan plan_of(int64_t k, int64_t hidden, int64_t n) {
   };
   p.ws1 = 0;
   p.ws2 = align256(partials(p.tiles1, p.split1));
-  p.count1 = p.ws2 + align256(partials(p.tiles2, p.split2));
-  p.count2 = p.count1 + align256(static_cast<size_t>(p.tiles1) * sizeof(uint32_t));
-  p.ready = p.count2 + align256(static_cast<size_t>(p.tiles2) * sizeof(uint32_t));
-  p.done = p.ready + align256(static_cast<size_t>(p.tiles1) * sizeof(uint32_t));
+  const auto counters = [](int32_t tiles) { return align256(static_cast<size_t>(tiles) * sizeof(uint32_t)); };
+  p.parked1 = p.ws2 + align256(partials(p.tiles2, p.split2));
+  p.parked2 = p.parked1 + counters(p.tiles1);
+  p.finished1 = p.parked2 + counters(p.tiles2);
+  p.finished2 = p.finished1 + counters(p.tiles1);
+  p.ready = p.finished2 + counters(p.tiles2);
+  p.done = p.ready + counters(p.tiles1);
   p.bytes = p.done + 256;
   return p;
 }
@@ -153,6 +160,9 @@ std::string refusal(const SkinnyBlockArgs& a, const BlockFacts* facts) {
                        a.ldx, a.ldw1, a.ldw2, a.ldh, a.k, a.hidden);
   if (a.ldy < a.n) return fmt::format("ldy = {} is shorter than a row of y (n = {})", a.ldy, a.n);
   const BlockPlan plan = plan_of(a.k, a.hidden, a.n);
+  if (plan.split1 > kMaxSplit || plan.split2 > kMaxSplit)
+    return fmt::format("k = {} and hidden = {} must each fit {} CTAs of {} k blocks of 64 (at most {})", a.k, a.hidden,
+                       kMaxSplit, BlockTile::kWBlocks, kMaxSplit * BlockTile::kWBlocks * 64);
   const int64_t resident = int64_t{facts->sms} * facts->ctas_per_sm;
   if (plan.ctas > resident)
     return fmt::format("k = {}, hidden = {}, n = {} need {} CTAs resident at once, the device holds {}", a.k, a.hidden,
@@ -196,8 +206,10 @@ void skinny_mlp_block(const SkinnyBlockArgs& a, cudaStream_t stream) {
   p.tiles1 = plan.tiles1, p.tiles2 = plan.tiles2;
   p.ws1 = reinterpret_cast<float*>(ws + plan.ws1);
   p.ws2 = reinterpret_cast<float*>(ws + plan.ws2);
-  p.count1 = reinterpret_cast<uint32_t*>(ws + plan.count1);
-  p.count2 = reinterpret_cast<uint32_t*>(ws + plan.count2);
+  p.parked1 = reinterpret_cast<uint32_t*>(ws + plan.parked1);
+  p.parked2 = reinterpret_cast<uint32_t*>(ws + plan.parked2);
+  p.finished1 = reinterpret_cast<uint32_t*>(ws + plan.finished1);
+  p.finished2 = reinterpret_cast<uint32_t*>(ws + plan.finished2);
   p.ready = reinterpret_cast<uint32_t*>(ws + plan.ready);
   p.done = reinterpret_cast<uint32_t*>(ws + plan.done);
   p.vec_h = a.ldh % 4 == 0 && reinterpret_cast<uintptr_t>(a.h) % 8 == 0;

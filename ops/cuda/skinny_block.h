@@ -47,9 +47,8 @@ struct SkinnyBlockArgs {
 size_t skinny_block_workspace_bytes(int64_t m, int64_t k, int64_t hidden, int64_t n);
 
 /// Whether the current device runs the block kernel for `args`: skinny_wgmma_ready(), m in
-/// [1, 64], every size positive, k and hidden multiples of 8 and row strides that TMA takes
-/// (multiples of 8 elements, 16-byte aligned x, w1, w2, h), both layers' shares of K within a
-/// CTA's 8 k blocks, all CTAs resident at once, and a large enough workspace.
+/// [1, 64], k and hidden in [1, 4096], n in [1, 2^20], row strides that TMA takes (multiples of
+/// 8 elements, 16-byte aligned x, w1, w2, h), all CTAs resident at once, a large enough workspace.
 bool skinny_block_accepts(const SkinnyBlockArgs& args);
 
 /// Enqueues the block on `stream`; throws kiln::Error (naming the refused value) when

@@ -17,14 +17,15 @@
 //
 // The split-K reduction goes through global memory instead of a cluster (the two layers want
 // different splits, and a launch has one cluster shape): each CTA parks its fp32 partial tile
-// in the workspace and counts itself in for its tile; the last to arrive sums the partials in
-// rank order (the order the cluster epilogue uses, so at the same split the bits equal the
-// two-kernel path's), adds the bias, rounds, applies GELU (up) and stores. Up-projection tile j
-// is the down-projection's k block j (both 64 wide): once stored, its last CTA releases
-// ready[j]; a down-projection CTA acquires ready[kb] before its TMA load of that k block of h,
-// with a proxy fence on both sides (h is written by ordinary stores, read by TMA). Counters are
-// left at zero for the next launch: each tile's last CTA resets its tile counter, and the
-// down-projection's last CTA to finish its loads (the `done` count) resets the ready flags.
+// in the workspace and counts itself in (`parked`); once the tile's every rank has, each rank
+// reduces its slice of the tile, all ranks' partials loaded at once and summed in rank order
+// (the cluster epilogue's order, so at the same split the bits equal the two-kernel path's),
+// adds the bias, rounds, applies GELU (up) and stores. Up-projection tile j is the
+// down-projection's k block j (both 64 wide): the tile's last rank to finish (`finished`)
+// releases ready[j]; a down-projection CTA acquires ready[kb] before its TMA load of that k
+// block of h, with a proxy fence on both sides (h is written by ordinary stores, read by TMA).
+// Counters are left at zero for the next launch: each tile's last rank resets its tile's, and
+// the down-projection's last CTA past its loads (`done`) resets the ready flags.
 #pragma once
 
 #include <cuda.h>
@@ -54,8 +55,10 @@ struct BlockParams {
   int32_t tiles1 = 0, tiles2 = 0;
   float* ws1 = nullptr;  ///< [tiles1][split1][64][64] partial tiles
   float* ws2 = nullptr;  ///< [tiles2][split2][64][64]
-  uint32_t* count1 = nullptr;  ///< [tiles1] CTAs of the tile done
-  uint32_t* count2 = nullptr;  ///< [tiles2]
+  uint32_t* parked1 = nullptr;    ///< [tiles1] CTAs of the tile whose partial is parked
+  uint32_t* parked2 = nullptr;    ///< [tiles2]
+  uint32_t* finished1 = nullptr;  ///< [tiles1] CTAs of the tile done with their slice
+  uint32_t* finished2 = nullptr;  ///< [tiles2]
   uint32_t* ready = nullptr;   ///< [tiles1] up-projection tile stored
   uint32_t* done = nullptr;    ///< [1] down-projection CTAs past their loads
   uint32_t vec_h = 0, vec_y = 0;  ///< rows may be stored 4 elements at a time
@@ -105,7 +108,6 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   using C = BlockTile;
   __shared__ __align__(8) uint64_t w_full[C::kWBlocks];
   __shared__ __align__(8) uint64_t x_full[C::kXStages];
-  __shared__ uint32_t last_in_tile;
   extern __shared__ __align__(16) uint8_t dynamic_smem[];
   const uint32_t base = sm90::smem_address(dynamic_smem);
   const uint32_t w_smem = (base + 1023u) & ~1023u;
@@ -206,48 +208,53 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   }
   __syncthreads();
 
+  // Split K: park the partial, wait until every rank of the tile has, then each rank reduces
+  // its slice of the tile with all the ranks' loads in flight at once (one L2 latency).
   float* ws = (up ? p.ws1 : p.ws2) + static_cast<int64_t>(tile) * split * C::kPartial;
+  constexpr int kGroupsPerRow = C::kBlockN / 4;
+  const int groups = p.m * kGroupsPerRow;  // rows past m are zeros: never parked or read
+  uint32_t* parked = (up ? p.parked1 : p.parked2) + tile;
+  uint32_t* finished = (up ? p.finished1 : p.finished2) + tile;
   if (split > 1) {
-    // Park the partial, count in; only the tile's last CTA goes on.
-    for (int g = tid; g < p.m * (C::kBlockN / 4); g += C::kThreads) {  // rows past m are zeros: unread
-      const int m = g / (C::kBlockN / 4), c = (g % (C::kBlockN / 4)) * 4;
+    for (int g = tid; g < groups; g += C::kThreads) {
+      const int m = g / kGroupsPerRow, c = (g % kGroupsPerRow) * 4;
       __stcg(reinterpret_cast<float4*>(ws + rank * C::kPartial + m * C::kBlockN + c),
              *reinterpret_cast<const float4*>(red + m * C::kRedLd + c));
     }
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-      uint32_t* count = (up ? p.count1 : p.count2) + tile;
-      last_in_tile = atomicAdd(count, 1u) == static_cast<uint32_t>(split) - 1u ? 1u : 0u;
-      if (last_in_tile != 0u) *count = 0u;  // nobody else touches it in this launch
+      atomicAdd(parked, 1u);
+      while (load_acquire_gpu(parked) < static_cast<uint32_t>(split)) __nanosleep(20);
     }
     __syncthreads();
-    if (last_in_tile == 0u) return;
-    __threadfence();  // the other ranks' partials, made visible before their count
   }
-
-  // Sum in rank order, bias, round, activate, store.
   const T* bias = static_cast<const T*>(up ? p.b1 : p.b2);
   T* out = static_cast<T*>(up ? p.h : p.y);
   const int64_t ld = up ? p.ldh : p.ldy;
   const int n_total = up ? p.hidden : p.n;
   const bool vec = (up ? p.vec_h : p.vec_y) != 0u;
-  for (int g = tid; g < p.m * (C::kBlockN / 4); g += C::kThreads) {
-    const int m = g / (C::kBlockN / 4), nl = (g % (C::kBlockN / 4)) * 4;
+  const int per_rank = (groups + split - 1) / split;
+  const int g_end = min(groups, (rank + 1) * per_rank);
+  for (int g = rank * per_rank + tid; g < g_end; g += C::kThreads) {
+    const int m = g / kGroupsPerRow, nl = (g % kGroupsPerRow) * 4;
     const int n = n0 + nl;
     if (n >= n_total) continue;
-    const float4 own = *reinterpret_cast<const float4*>(red + m * C::kRedLd + nl);
-    auto partial = [&](int r) {
-      return r == rank ? own : __ldcg(reinterpret_cast<const float4*>(ws + r * C::kPartial + m * C::kBlockN + nl));
-    };
-    float4 s = partial(0);
-    for (int r = 1; r < split; ++r) {
-      const float4 t = partial(r);
-      s.x += t.x;
-      s.y += t.y;
-      s.z += t.z;
-      s.w += t.w;
-    }
+    float4 t[kMaxSplit];
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r)
+      if (r < split)
+        t[r] = r == rank ? *reinterpret_cast<const float4*>(red + m * C::kRedLd + nl)
+                         : __ldcg(reinterpret_cast<const float4*>(ws + r * C::kPartial + m * C::kBlockN + nl));
+    float4 s = t[0];  // in rank order, as the cluster epilogue sums
+#pragma unroll
+    for (int r = 1; r < kMaxSplit; ++r)
+      if (r < split) {
+        s.x += t[r].x;
+        s.y += t[r].y;
+        s.z += t[r].z;
+        s.w += t[r].w;
+      }
     const int cnt = min(n_total - n, 4);
     float v[4] = {s.x, s.y, s.z, s.w};
     T o[4];
@@ -259,12 +266,23 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
     }
     store4(out + static_cast<int64_t>(m) * ld + n, o, cnt, vec);
   }
-  if (up) {
-    // Publish the tile: its stores, then (once every thread's are ordered) the flag.
-    fence_proxy_async_global();
+  if (split > 1 || up) {
+    // Count out; the tile's last rank resets its counters and publishes an up-projection tile
+    // (its h, stored by ordinary stores, is read by TMA: a proxy fence before the release).
+    if (up) fence_proxy_async_global();
     __threadfence();
     __syncthreads();
-    if (tid == 0) store_release_gpu(p.ready + tile, 1u);
+    if (tid == 0) {
+      const bool last = split == 1 || atomicAdd(finished, 1u) == static_cast<uint32_t>(split) - 1u;
+      if (last) {
+        if (split > 1) {
+          *parked = 0u;  // every rank is past its wait
+          *finished = 0u;
+          __threadfence();
+        }
+        if (up) store_release_gpu(p.ready + tile, 1u);
+      }
+    }
   }
 #endif  // KILN_SM90A_DEVICE
 }

@@ -137,7 +137,7 @@ TEST_CASE("skinny_mlp_block: the MLP block at batch 64 against two skinny launch
   }
 }
 
-TEST_CASE("skinny_mlp_block: batches below 64 and K past 8 k blocks per CTA, against float64") {
+TEST_CASE("skinny_mlp_block: batches below 64 and K up to 4096 (8 CTAs per tile), against float64") {
   if (!block_kernel_available()) {
     MESSAGE("skipped: no GPU that runs the sm_90a block kernel");
     return;
@@ -146,7 +146,7 @@ TEST_CASE("skinny_mlp_block: batches below 64 and K past 8 k blocks per CTA, aga
   for (int64_t m : {1, 7, 33}) {
     CAPTURE(m);
     for (const auto& [k, hidden, n] :
-         std::vector<std::array<int64_t, 3>>{{1024, 4096, 1024}, {4104, 1000, 72}, {8, 8, 1}}) {
+         std::vector<std::array<int64_t, 3>>{{1024, 4096, 1024}, {4096, 1000, 72}, {8, 8, 1}}) {
       CAPTURE(k);
       CAPTURE(hidden);
       CAPTURE(n);
@@ -241,11 +241,16 @@ TEST_CASE("skinny_mlp_block: refusals are clear errors") {
   a = good;
   a.h = nullptr;
   refused(a, "must all be given");
-  // A block whose CTAs cannot all be resident at once: 64 k blocks per tile of a hidden size
-  // of 64 Ki rows (1024 tiles x 1 CTA + 16 tiles x 128 CTAs).
-  a = skinny_block_dense_args(SkinnyType::BFloat16, 64, 64, 65536, 1024, at(0x100000), at(0x200000), nullptr,
+  // K past 8 CTAs of 8 k blocks.
+  a = good;
+  a.k = 4104, a.ldx = 4104, a.ldw1 = 4104;
+  a.workspace_bytes = skinny_block_workspace_bytes(64, 4104, 4096, 1024);
+  refused(a, "k = 4104");
+  // A block whose CTAs cannot all be resident at once: K = 4096 for both layers (64 tiles x 8
+  // CTAs + 16 x 8 = 640, against two per SM).
+  a = skinny_block_dense_args(SkinnyType::BFloat16, 64, 4096, 4096, 1024, at(0x100000), at(0x200000), nullptr,
                               at(0x300000), nullptr, at(0x400000), at(0x500000), at(0x600000),
-                              skinny_block_workspace_bytes(64, 64, 65536, 1024));
+                              skinny_block_workspace_bytes(64, 4096, 4096, 1024));
   refused(a, "resident at once");
 }
 
