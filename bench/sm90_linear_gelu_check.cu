@@ -21,19 +21,32 @@
 // ping-pong with 64 x 256 tiles, GELU chunk by chunk before each quarter-tile store, 5 stages;
 // vb = va in clusters of 2 (w multicast); vc ping-pong 64 x 256, whole-tile staging (the whole
 // tile's GELU, then one store), 4 stages; vd = vc in clusters of 2; ve = va and vf = vb with
-// two wgmma groups in flight instead of one; vg = v0 with two wgmma groups in flight;
+// two wgmma groups in flight instead of one; vg = v0 with two wgmma groups in flight; (v7)
+// vh = va with each chunk stored by st.global.v4 from the staging buffer instead of a TMA store;
+// vi = va with the GELU applied to the staged, T-rounded pre-activation in a rolled chunk loop
+// (one copy of the GELU's code), TMA stores (run 10 also had vj = vi with vh's stores: slower,
+// and it spills 4 bytes once the edge stores stay in registers, so it is gone);
+//   check profile [0,a,...]                in-kernel clock64/globaltimer profile at the two target
+//                                         shapes (SM clock, mainloop/epilogue/turn-wait cycles per
+//                                         tile) of each variant, full, no GELU, no epilogue;
+//   check once <v> <skip>                  two launches of variant v at (4096,1024,4096) (for ncu);
+//   check abtest [0,a,...]                 the target shapes, cuBLASLt and the variants taking turns
+//                                         (rounds of 10 launches each), so that the power-capped card's
+//                                         clock drift falls on all of them alike; medians per contender;
 //   check correct full<N>                 the dispatch's case list (all types, edge shapes) through vN;
 //   check gelu                            gelu_fast on all 65536 bf16 and f16 inputs against float64.
-// scripts/sm90_gpu_check.sh builds and runs it.
+// scripts/sm90_gpu_check.sh builds and runs it. (The timing modes live in sm90_linear_gelu_timing.cuh.)
 #define KILN_SM90_BENCH_HOOKS 1  // epilogue-skipping variants, to split the kernel's time
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../ops/cuda/sm90_linear_gelu.cu"
@@ -58,7 +71,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 17;
+constexpr int kNumVariants = 19;
 constexpr int kShippedFit = kiln::cuda_kernels::kGeluFastDegree;
 using sm90::Epilogue;
 using sm90::Schedule;
@@ -78,7 +91,10 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Pingpong64, 2, Epilogue::RegistersWholeTile},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 2},
                                                {Schedule::Pingpong64, 2, Epilogue::Registers, 16, kShippedFit, 2},
-                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 2}};
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 2},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, true},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
+                                                true}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
@@ -87,7 +103,8 @@ const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3
                                            "pp64 5st chunked",            "pp64 c2 5st chunked",
                                            "pp64 4st whole-tile",         "pp64 c2 4st whole-tile",
                                            "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
-                                           "coop 4st chunked 2 in flight"};
+                                           "coop 4st chunked 2 in flight", "pp64 5st direct stores",
+                                           "pp64 5st staged GELU"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;
@@ -381,237 +398,9 @@ int sanitize(const std::vector<int>& variants) {
   return failures == 0 ? 0 : 1;
 }
 
-// ---- benchmark ----------------------------------------------------------------------------
+// ---- benchmark: bench, profile, abtest, once ----------------------------------------------
 
-__global__ void spin_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-template <typename T>
-__global__ void gelu_inplace_kernel(T* p, int64_t n) {
-  const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
-  if (i + 8 <= n) {
-    uint4 v = *reinterpret_cast<uint4*>(p + i);
-    T* e = reinterpret_cast<T*>(&v);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) e[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(e[j])));
-    *reinterpret_cast<uint4*>(p + i) = v;
-  } else {
-    for (int64_t j = i; j < n; ++j) p[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(p[j])));
-  }
-}
-__global__ void gelu_inplace_f32(float* p, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) p[i] = 0.5f * p[i] * (1.0f + erff(p[i] * 0.70710678f));
-}
-
-/// Median per-call GPU time (µs) of `call(i)` over `reps` launches, queued behind a spin kernel.
-template <typename F>
-double median_us(F call, int reps, cudaStream_t s) {
-  for (int i = 0; i < 5; ++i) call(i);
-  CK(cudaStreamSynchronize(s));
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  spin_kernel<<<1, 1, 0, s>>>(4'000'000);
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(ev[2 * i], s));
-    call(i);
-    CK(cudaEventRecord(ev[2 * i + 1], s));
-  }
-  CK(cudaStreamSynchronize(s));
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) CK(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  return 1000.0 * t[reps / 2];
-}
-
-struct LtGemm {
-  cublasLtHandle_t h = nullptr;
-  void* ws = nullptr;
-  size_t ws_bytes = 64 << 20;
-  LtGemm() {
-    LT(cublasLtCreate(&h));
-    CK(cudaMalloc(&ws, ws_bytes));
-  }
-  /// D [m, n] row-major = epilogue(x [m, k] w [n, k]^T (+ bias)), as the column-major
-  /// D^T [n, m] = op(w) x^T.
-  struct Plan {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
-  };
-  Plan plan(Sm90GemmType t, int64_t m, int64_t n, int64_t k, cublasLtEpilogue_t epi, const void* bias) {
-    Plan p{};
-    const cudaDataType_t dt = t == Sm90GemmType::BFloat16  ? CUDA_R_16BF
-                              : t == Sm90GemmType::Float16 ? CUDA_R_16F
-                                                           : CUDA_R_32F;
-    const cublasComputeType_t ct = t == Sm90GemmType::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    LT(cublasLtMatmulDescCreate(&p.op, ct, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    if (bias != nullptr)
-      LT(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    LT(cublasLtMatrixLayoutCreate(&p.la, dt, k, n, k));
-    LT(cublasLtMatrixLayoutCreate(&p.lb, dt, k, m, k));
-    LT(cublasLtMatrixLayoutCreate(&p.lc, dt, n, m, n));
-    cublasLtMatmulPreference_t pref;
-    LT(cublasLtMatmulPreferenceCreate(&pref));
-    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
-                                            sizeof ws_bytes));
-    cublasLtMatmulHeuristicResult_t r{};
-    int found = 0;
-    LT(cublasLtMatmulAlgoGetHeuristic(h, p.op, p.la, p.lb, p.lc, p.lc, pref, 1, &r, &found));
-    if (found == 0) {
-      std::fprintf(stderr, "cuBLASLt: no algorithm\n");
-      std::exit(2);
-    }
-    p.algo = r.algo;
-    LT(cublasLtMatmulPreferenceDestroy(pref));
-    return p;
-  }
-  void run(const Plan& p, const void* w, const void* x, void* d, cudaStream_t s) {
-    const float alpha = 1.0f, beta = 0.0f;
-    LT(cublasLtMatmul(h, p.op, &alpha, w, p.la, x, p.lb, &beta, d, p.lc, d, p.lc, &p.algo, ws, ws_bytes, s));
-  }
-};
-
-int bench(const std::vector<int>& variants) {
-  LtGemm lt;
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  struct Shape {
-    int64_t m, k, n;
-    Sm90GemmType t;
-  };
-  const Shape shapes[] = {{4096, 1024, 4096, Sm90GemmType::BFloat16}, {8192, 4096, 16384, Sm90GemmType::BFloat16},
-                          {64, 1024, 4096, Sm90GemmType::BFloat16},   {256, 1024, 4096, Sm90GemmType::BFloat16},
-                          {1024, 1024, 4096, Sm90GemmType::BFloat16}, {2048, 1024, 4096, Sm90GemmType::BFloat16},
-                          {1024, 4096, 4096, Sm90GemmType::BFloat16}, {4096, 4096, 1024, Sm90GemmType::BFloat16},
-                          {4096, 1024, 4096, Sm90GemmType::Float16},  {4096, 1024, 4096, Sm90GemmType::TF32},
-                          {8192, 4096, 16384, Sm90GemmType::TF32}};
-  std::vector<std::string> table;
-  for (const Shape& sh : shapes) {
-    const size_t es = esize(sh.t);
-    const size_t xw_bytes = static_cast<size_t>((sh.m + sh.n) * sh.k) * es;
-    const int sets = static_cast<int>(std::clamp<size_t>((256u << 20) / xw_bytes + 1, 4, 16));
-    std::vector<void*> xs(sets), ws(sets);
-    std::mt19937_64 rng(99);
-    std::vector<unsigned char> host(static_cast<size_t>(std::max(sh.m, sh.n) * sh.k) * es);
-    for (int i = 0; i < sets; ++i) {
-      for (size_t j = 0; j < host.size(); j += es)
-        store_bits(sh.t, std::uniform_real_distribution<float>(-1, 1)(rng) * 0.05f, &host[j]);
-      CK(cudaMalloc(&xs[i], static_cast<size_t>(sh.m * sh.k) * es));
-      CK(cudaMalloc(&ws[i], static_cast<size_t>(sh.n * sh.k) * es));
-      CK(cudaMemcpy(xs[i], host.data(), static_cast<size_t>(sh.m * sh.k) * es, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(ws[i], host.data(), static_cast<size_t>(sh.n * sh.k) * es, cudaMemcpyHostToDevice));
-    }
-    void *bias = nullptr, *out = nullptr, *pre = nullptr;
-    CK(cudaMalloc(&bias, static_cast<size_t>(sh.n) * es));
-    CK(cudaMemcpy(bias, host.data(), static_cast<size_t>(sh.n) * es, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&out, static_cast<size_t>(sh.m * sh.n) * es));
-    CK(cudaMalloc(&pre, static_cast<size_t>(sh.m * sh.n) * es));
-    const double flops = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
-    const int reps = flops > 1e11 ? 60 : 200;
-    char label[96];
-    std::snprintf(label, sizeof label, "%s M=%lld K=%lld N=%lld (%d sets)", tname(sh.t), static_cast<long long>(sh.m),
-                  static_cast<long long>(sh.k), static_cast<long long>(sh.n), sets);
-    auto row = [&](const char* what, double us, double base) {
-      char line[200];
-      std::snprintf(line, sizeof line, "%-40s %-28s %9.2f us %7.1f TFLOP/s  x%.3f vs Lt+bias", label, what, us,
-                    flops / us * 1e-6, us / base);
-      table.push_back(line);
-      std::printf("%s\n", line);
-      std::fflush(stdout);
-    };
-    const auto plain = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
-    const auto with_bias = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_BIAS, bias);
-    const double t_plain = median_us([&](int i) { lt.run(plain, ws[i % sets], xs[i % sets], out, s); }, reps, s);
-    const double t_bias = median_us([&](int i) { lt.run(with_bias, ws[i % sets], xs[i % sets], out, s); }, reps, s);
-    row("cuBLASLt GEMM", t_plain, t_bias);
-    row("cuBLASLt GEMM+bias", t_bias, t_bias);
-    if (sh.t != Sm90GemmType::TF32) {
-      const auto gelu_tanh = lt.plan(sh.t, sh.m, sh.n, sh.k, CUBLASLT_EPILOGUE_GELU_BIAS, bias);
-      row("cuBLASLt GEMM+GELU_BIAS(tanh)",
-          median_us([&](int i) { lt.run(gelu_tanh, ws[i % sets], xs[i % sets], out, s); }, reps, s), t_bias);
-    }
-    const int64_t count = sh.m * sh.n;
-    auto gelu_after = [&](int i) {
-      lt.run(with_bias, ws[i % sets], xs[i % sets], out, s);
-      if (sh.t == Sm90GemmType::BFloat16)
-        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
-            static_cast<__nv_bfloat16*>(out), count);
-      else if (sh.t == Sm90GemmType::Float16)
-        gelu_inplace_kernel<<<static_cast<unsigned>((count / 8 + 255) / 256 + 1), 256, 0, s>>>(
-            static_cast<__half*>(out), count);
-      else
-        gelu_inplace_f32<<<static_cast<unsigned>((count + 255) / 256), 256, 0, s>>>(static_cast<float*>(out), count);
-    };
-    row("cuBLASLt GEMM+bias, GELU kernel", median_us(gelu_after, reps, s), t_bias);
-    Sm90LinearGeluArgs a;
-    a.type = sh.t, a.m = sh.m, a.n = sh.n, a.k = sh.k, a.ldx = sh.k, a.ldw = sh.k, a.bias = bias, a.out = out,
-    a.ldo = sh.n;
-    auto ours = [&](const sm90::Variant* v, bool with_pre) {
-      return [&, v, with_pre](int i) {
-        Sm90LinearGeluArgs b = a;
-        b.x = xs[i % sets], b.w = ws[i % sets];
-        if (with_pre) b.pre = pre, b.ldp = sh.n;
-        if (v == nullptr)
-          kiln::cuda_kernels::sm90_linear_gelu(b, s);
-        else
-          sm90::launch_variant(b, s, *v);
-      };
-    };
-    a.x = xs[0], a.w = ws[0];
-    if (!sm90::kernel_accepts(a)) {
-      std::printf("%s: not supported\n", label);
-      continue;
-    }
-    row(kiln::cuda_kernels::sm90_linear_gelu_supported(a) ? "Kiln sm90 (dispatch)" : "Kiln sm90 (below threshold)",
-        median_us(ours(nullptr, false), reps, s), t_bias);
-    row("Kiln sm90 (dispatch) +pre", median_us(ours(nullptr, true), reps, s), t_bias);
-    for (int v : variants) {
-      if (sh.t != Sm90GemmType::BFloat16 && !bench_everywhere(v)) continue;
-      row(kVariantNames[v], median_us(ours(&kVariants[v], false), reps, s), t_bias);
-    }
-    const bool target = sh.t == Sm90GemmType::BFloat16 && (sh.m == 8192 || (sh.m == 4096 && sh.k == 1024));
-    if (target)
-      for (int v : variants) {
-        if (!bench_everywhere(v)) continue;
-        for (int skip : {1, 2}) {
-          sm90::Variant var = kVariants[v];
-          var.bench_skip = skip;
-          char name[64];
-          std::snprintf(name, sizeof name, "%s %s", kVariantNames[v], skip == 1 ? "no GELU" : "no epilogue");
-          row(name, median_us(ours(&var, false), reps, s), t_bias);
-        }
-        sm90::Variant var = kVariants[v];
-        char name[64];
-        std::snprintf(name, sizeof name, "%s +pre", kVariantNames[v]);
-        row(name, median_us(ours(&var, true), reps, s), t_bias);
-      }
-    if (sh.m == 8192 && sh.t == Sm90GemmType::BFloat16)
-      for (int v : variants) {
-        if (v != 0 && v < 10) continue;
-        for (int g : {8, 32}) {
-          sm90::Variant var = kVariants[v];
-          var.group_m = g;
-          char name[64];
-          std::snprintf(name, sizeof name, "%s group %d", kVariantNames[v], g);
-          row(name, median_us(ours(&var, false), reps, s), t_bias);
-        }
-      }
-    for (int i = 0; i < sets; ++i) CK(cudaFree(xs[i])), CK(cudaFree(ws[i]));
-    for (void* p : {bias, out, pre}) CK(cudaFree(p));
-  }
-  std::printf("\n==== summary (median of CUDA-event times; ratios against cuBLASLt GEMM+bias) ====\n");
-  for (const auto& l : table) std::printf("%s\n", l.c_str());
-  return 0;
-}
+#include "sm90_linear_gelu_timing.cuh"
 
 }  // namespace
 
@@ -631,12 +420,15 @@ int main(int argc, char** argv) {
       if (variant_index(ch) >= 0) variants.push_back(variant_index(ch));
     return variants;
   };
-  if (mode == "sanitize") return sanitize(variant_list("0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,g"));
+  if (mode == "sanitize") return sanitize(variant_list("0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,g,h,i"));
   if (mode == "bench") return bench(variant_list("0,1,2,3,4,5"));
   if (mode == "gelu") return kiln_bench::gelu_fast_every_value();
+  if (mode == "profile") return profile(variant_list("0,a"));
+  if (mode == "abtest") return abtest(variant_list("0,a"));
+  if (mode == "once" && argc > 3 && variant_index(argv[2][0]) >= 0) return once(variant_index(argv[2][0]), std::atoi(argv[3]));
   std::fprintf(stderr,
-               "usage: %s correct <dispatch|v0..v9|va..vg|full0..fullg> | sanitize [0,1,...,g] | gelu | bench "
-               "[0,1,...,g]\n",
+               "usage: %s correct <dispatch|v0..v9|va..vj|full0..fullj> | sanitize [0,1,...,j] | gelu | bench "
+               "[0,1,...,j] | profile [0,a,...] | once <v> <skip>\n",
                argv[0]);
   return 2;
 }

@@ -14,6 +14,13 @@
 #   SANITIZE="0,a" ...                           # variants run under compute-sanitizer (default: all)
 #   SKIP_SANITIZE=1 SKIP_DISPATCH=1 ...          # no compute-sanitizer runs, no dispatch correctness run
 #   BENCH_TIMEOUT=210 ...                        # seconds for the benchmark (default 150)
+#   SM90_BENCH_SHAPES=targets ...                # benchmark the two target shapes only
+#   SKIP_GELU=1 ...                              # no exhaustive gelu_fast check (the fit unchanged)
+#   PROFILE="0,a,h" ...                          # in-kernel clock profile of these variants (profile.log)
+#   NCU="a0 a2" ...                              # ncu --set full of variant a, bench_skip 0 / 2 (ncu.log)
+#   ABTEST="0,a" ...                             # target shapes, cuBLASLt and these variants taking turns
+#                                                # (appended to profile.log)
+# While the profile and benchmark run, nvidia-smi samples SM clock and power (smi.csv).
 # The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
 # (default $SRC/include, where a copied tree can carry them).
 set -uo pipefail
@@ -48,8 +55,10 @@ if command -v cuobjdump > /dev/null; then
 fi
 
 status=0
-timeout 20 "$BIN" gelu > "$OUT/gelu.log" 2>&1 || { status=1; echo "gelu check failed"; }
-grep RESULT "$OUT/gelu.log"
+if [[ -z "${SKIP_GELU:-}" ]]; then
+  timeout 20 "$BIN" gelu > "$OUT/gelu.log" 2>&1 || { status=1; echo "gelu check failed"; }
+  grep RESULT "$OUT/gelu.log"
+fi
 variants=""
 for v in ${VARIANTS:-v0 v1 v2 v3 v4 v5 v6 v7 v8 v9}; do
   timeout 20 "$BIN" correct $v >> "$OUT/correct.log" 2>&1
@@ -62,8 +71,29 @@ if [[ -n "${BENCH:-}" ]]; then  # the requested variants that passed
   bench_list=""
   for v in ${BENCH//,/ }; do [[ ",$variants" == *",$v,"* ]] && bench_list="$bench_list$v,"; done
 fi
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv \
+  -lms 100 > "$OUT/smi.csv" 2>&1 &
+smi=$!
+if [[ -n "${PROFILE:-}" ]]; then
+  timeout 60 "$BIN" profile "$PROFILE" > "$OUT/profile.log" 2>&1 || { status=1; echo "profile rc $?"; }
+  grep PROFILE "$OUT/profile.log" | sed -e 's/  */ /g'
+fi
+if [[ -n "${ABTEST:-}" ]]; then
+  timeout 90 "$BIN" abtest "$ABTEST" >> "$OUT/profile.log" 2>&1 || { status=1; echo "abtest rc $?"; }
+  grep ABTEST "$OUT/profile.log" | sed -e 's/  */ /g'
+fi
 timeout "${BENCH_TIMEOUT:-150}" "$BIN" bench "${bench_list:-none}" > "$OUT/bench.log" 2>&1 \
   || { status=1; echo "bench rc $?"; }
+kill "$smi" 2> /dev/null
+ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
+if [[ -n "${NCU:-}" && -n "$ncu_bin" ]]; then
+  for case in $NCU; do
+    echo "==== ncu: variant ${case:0:1}, bench_skip ${case:1}" >> "$OUT/ncu.log"
+    timeout 60 "$ncu_bin" --set full --metrics regex:sm__pipe_tensor_op.* -k regex:linear_gelu --launch-skip 1 -c 1 \
+      "$BIN" once "${case:0:1}" "${case:1}" >> "$OUT/ncu.log" 2>&1 || echo "ncu $case rc $?"
+    grep -E "^ +(Duration|SM Frequency|Elapsed Cycles|Issue Slots Busy|No Eligible)" "$OUT/ncu.log" | tail -5
+  done
+fi
 if [[ -z "${SKIP_DISPATCH:-}" ]]; then
   timeout 70 "$BIN" correct dispatch >> "$OUT/correct.log" 2>&1 || { status=1; echo "dispatch correctness failed"; }
 fi
@@ -75,6 +105,7 @@ if [[ -z "${SKIP_SANITIZE:-}" ]] && command -v compute-sanitizer > /dev/null; th
   for tool in memcheck synccheck racecheck; do
     timeout 60 compute-sanitizer --tool $tool "$BIN" sanitize ${SANITIZE:-} > "$OUT/$tool.log" 2>&1
     echo "$tool rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|RESULT' "$OUT/$tool.log" | tr '\n' ' ')"
+    { echo "==== $tool"; cat "$OUT/$tool.log"; } >> "$OUT/sanitize.log" && rm -f "$OUT/$tool.log"
   done
 fi
 sed -n '/==== summary/,$p' "$OUT/bench.log"

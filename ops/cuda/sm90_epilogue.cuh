@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "gelu_fast.cuh"
 #include "sm90_ptx.cuh"
@@ -47,7 +48,10 @@ struct KernelParams {
   uint32_t pair_pre = 0;  ///< likewise pre
   uint32_t staged = 0;    ///< out (and pre) go through shared memory and TMA stores
 #if defined(KILN_SM90_BENCH_HOOKS)
-  int32_t bench_skip = 0;  ///< benchmark only: 1 skips the GELU, 2 the whole epilogue
+  int32_t bench_skip = 0;  ///< benchmark only: 1 skips the GELU, 2 the whole epilogue, 3 a tanh GELU (v7)
+  /// Benchmark only: when set, per CTA kTimingSlots clock64/globaltimer counters (the kernel's
+  /// in-kernel profile: mainloop, epilogue and turn-wait cycles per consumer).
+  unsigned long long* bench_timing = nullptr;
 #endif
 };
 
@@ -148,6 +152,24 @@ __device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBloc
   for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
     for (int i = First; i < Last; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element, Cfg::kGeluDegree>(acc[mi][i]);
+}
+
+/// Benchmark only (v7, bench_skip 3): the tanh approximation of GELU, 6 instructions (one MUFU)
+/// per element against gelu_fast's ~14 (two MUFU), to measure what each epilogue instruction
+/// costs the other consumer's mainloop. Not the exact GELU: never in the library.
+template <class Cfg, int First, int Last>
+__device__ __forceinline__ void apply_gelu_tanh(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2]) {
+#pragma unroll
+  for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+    for (int i = First; i < Last; ++i) {
+      const float x = acc[mi][i];
+      float t;
+      const float u = x * fmaf(0.0356774081f, x * x, 0.7978845608f);
+      asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+      const float h = 0.5f * x;
+      acc[mi][i] = fmaf(h, t, h);
+    }
 }
 
 /// Direct store of the tile's values in acc to `base` (row stride ld): thread (warp, lane)
@@ -277,6 +299,136 @@ __device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int wo
   for (; offset + (kBatch - 1) * stride < bytes; offset += kBatch * stride)
     gelu_vectors<T, 9, kBatch>(buffer + offset, stride);
   for (; offset < bytes; offset += stride) gelu_vectors<T, 9, 1>(buffer + offset, stride);
+}
+
+/// Direct store (16-bit T, v7) of one staged chunk: the warpgroup's buffer holds rows
+/// [m0, m0 + kConsumerRows) x columns [c0, c0 + kStageCols) of the matrix at `base` (row stride
+/// ld, 16-byte aligned base and row stride), 128B-swizzled as stmatrix_columns writes it; thread
+/// t moves its vectors t + 128 i (row (t + 128 i) / 8, 16-byte column block (t + 128 i) % 8):
+/// a warp covers four whole 128-byte row segments, one st.global.v4 each lane. Rows past m and
+/// columns past n are not written (a block straddling n goes element by element).
+template <class Cfg>
+__device__ __forceinline__ void store_chunk_vectors(uint32_t staging, typename Cfg::Element* base, int64_t ld,
+                                                    int thread, int m0, int c0, int m, int n) {
+  using T = typename Cfg::Element;
+  constexpr int kVectors = Cfg::kConsumerRows * Cfg::kStageCols / 8;  // 16-byte vectors per chunk
+  static_assert(Cfg::kStageCols == 64 && kVectors % 128 == 0, "store_chunk_vectors: 64-column chunks");
+#pragma unroll
+  for (int i = 0; i < kVectors / 128; ++i) {
+    const int v = thread + 128 * i;
+    const int row = v / 8, block = v % 8;
+    const uint4 value = ld_shared_v4(staging + row * 128 + ((block ^ (row & 7)) << 4));
+    const int grow = m0 + row, col = c0 + 8 * block;
+    if (grow >= m || col >= n) continue;
+    T* dst = base + static_cast<int64_t>(grow) * ld + col;
+    if (col + 8 <= n) {
+      *reinterpret_cast<uint4*>(dst) = value;
+    } else {
+      const uint32_t words[4] = {value.x, value.y, value.z, value.w};
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {  // constant indices: the vector stays in registers
+        if (col + j >= n) break;
+        const unsigned short bits = static_cast<unsigned short>(words[j / 2] >> (16 * (j % 2)));
+        *reinterpret_cast<unsigned short*>(dst + j) = bits;
+      }
+    }
+  }
+}
+
+/// GELU (16-bit T, v7) in place over the thread's vectors t + 128 i of a staged 64-column chunk
+/// (the same vectors store_chunk_vectors moves for it, so no barrier sits between the two): the
+/// bias-added pre-activation, already rounded to T, as the unfused linear then GELU computes it.
+/// One copy serves every chunk: the kernel's chunk loop around it is rolled.
+template <class Cfg>
+__device__ __forceinline__ void gelu_chunk_vectors(uint32_t staging, int thread) {
+  constexpr int kVectors = Cfg::kConsumerRows * Cfg::kStageCols / 8;
+  static_assert(kVectors / 128 == 4, "gelu_chunk_vectors: four vectors per thread");
+  const int row0 = thread / 8, block = thread % 8;
+  // Vector i sits at row row0 + 16 i: same swizzle phase (16 i is a multiple of 8).
+  gelu_vectors<typename Cfg::Element, Cfg::kGeluDegree, 4>(staging + row0 * 128 + ((block ^ (row0 & 7)) << 4),
+                                                           16 * 128);
+}
+
+/// Direct store (v7) of chunk C of the tile's values in acc: the previous chunk's vectors have
+/// been read out by their owners (first barrier), the chunk is written with stmatrix, complete
+/// (second barrier), then each thread stores its vectors (store_chunk_vectors).
+template <class Cfg>
+__device__ __forceinline__ void store_chunk_vectors_from(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                         typename Cfg::Element* base, int64_t ld, uint32_t staging,
+                                                         uint32_t barrier, int thread, int m0, int n0, int m, int n,
+                                                         int chunk) {
+  constexpr int kChunkPairs = Cfg::kStageCols / 16;
+  named_barrier_sync(barrier, 128);
+  stmatrix_columns<Cfg>(acc, staging, thread, chunk * kChunkPairs, kChunkPairs);
+  named_barrier_sync(barrier, 128);
+  store_chunk_vectors<Cfg>(staging, base, ld, thread, m0, n0 + chunk * Cfg::kStageCols, m, n);
+}
+
+/// Direct store (v7) of the whole tile, chunk by chunk (store_chunk_vectors_from).
+template <class Cfg>
+__device__ __forceinline__ void store_tile_vectors(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                   typename Cfg::Element* base, int64_t ld, uint32_t staging,
+                                                   uint32_t barrier, int thread, int m0, int n0, int m, int n) {
+#pragma unroll
+  for (int chunk = 0; chunk < Cfg::kBlockN / Cfg::kStageCols; ++chunk)
+    store_chunk_vectors_from<Cfg>(acc, base, ld, staging, barrier, thread, m0, n0, m, n, chunk);
+}
+
+/// stmatrix_columns of chunk `chunk` (a run-time index: one guarded copy per chunk, so that a
+/// rolled loop can call it).
+template <class Cfg>
+__device__ __forceinline__ void stmatrix_chunk(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2], uint32_t staging,
+                                               int thread, int chunk) {
+  constexpr int kChunkPairs = Cfg::kStageCols / 16;
+  [&]<int... C>(std::integer_sequence<int, C...>) {
+    ((chunk == C ? stmatrix_columns<Cfg>(acc, staging, thread, C * kChunkPairs, kChunkPairs) : void()), ...);
+  }(std::make_integer_sequence<int, Cfg::kBlockN / Cfg::kStageCols>{});
+}
+
+/// The v7 staged-GELU epilogue (16-bit T; bias already in acc): per 64-column chunk, in a rolled
+/// loop, the pre-activation rounded to T is written to the warpgroup's buffer, stored as pre if
+/// asked, replaced by its GELU (each thread on its own vectors, gelu_chunk_vectors) and stored
+/// as out, through st.global.v4 (kDirectStore) or a TMA store.
+template <class Cfg>
+__device__ __forceinline__ void smem_gelu_epilogue(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                   const CUtensorMap* map_out, const CUtensorMap* map_pre,
+                                                   const KernelParams& p, uint32_t staging, uint32_t barrier,
+                                                   int thread, int m0, int n0, bool gelu) {
+  using T = typename Cfg::Element;
+  constexpr int kChunks = Cfg::kBlockN / Cfg::kStageCols;
+#pragma unroll 1
+  for (int chunk = 0; chunk < kChunks; ++chunk) {
+    const int c0 = n0 + chunk * Cfg::kStageCols;
+    if constexpr (!Cfg::kDirectStore) {
+      if (thread == 0) bulk_wait_group_read();  // the previous TMA stores have read the buffer
+    }
+    named_barrier_sync(barrier, 128);
+    stmatrix_chunk<Cfg>(acc, staging, thread, chunk);
+    if constexpr (Cfg::kDirectStore) {
+      named_barrier_sync(barrier, 128);
+      if (p.pre != nullptr) store_chunk_vectors<Cfg>(staging, static_cast<T*>(p.pre), p.ldp, thread, m0, c0, p.m, p.n);
+      if (gelu) gelu_chunk_vectors<Cfg>(staging, thread);
+      store_chunk_vectors<Cfg>(staging, static_cast<T*>(p.out), p.ldo, thread, m0, c0, p.m, p.n);
+    } else {
+      if (p.pre != nullptr) {
+        fence_proxy_async_shared();
+        named_barrier_sync(barrier, 128);
+        if (thread == 0) {
+          tma_store_2d(map_pre, staging, c0, m0);
+          bulk_commit_group();
+          bulk_wait_group_read();  // pre has read the buffer before the GELU overwrites it
+        }
+      }
+      named_barrier_sync(barrier, 128);
+      if (gelu) gelu_chunk_vectors<Cfg>(staging, thread);
+      fence_proxy_async_shared();
+      named_barrier_sync(barrier, 128);
+      if (thread == 0) {
+        tma_store_2d(map_out, staging, c0, m0);
+        bulk_commit_group();
+      }
+    }
+  }
 }
 
 #endif  // KILN_SM90A_DEVICE

@@ -52,8 +52,11 @@ struct Variant {
   int group_m = 16;
   int gelu_degree = kGeluFastDegree;  ///< gelu_fast's fit (the harness also builds 9 for Registers*)
   int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
+  bool direct_store = false;  ///< TileConfig::kDirectStore (v7; the harness builds it for Pingpong64, Registers)
+  bool smem_gelu = false;     ///< TileConfig::kSmemGelu (v7; likewise)
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
+  unsigned long long* bench_timing = nullptr;  ///< KernelParams::bench_timing (grid x kTimingSlots)
 #endif
 };
 
@@ -62,14 +65,15 @@ struct Variant {
 /// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7. Ping-pong 64 x 256 (40 KB stages):
 /// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
 /// staging (32 KB) or half-tile unchunked 4; TF32 5.
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1,
+          bool Direct = false, bool SmemGelu = false>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
   static constexpr bool kChunked = E == Epilogue::Registers;
   using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
                                       kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64,
-                                      Inflight>;
+                                      Inflight, Direct && kHalf && kChunked, SmemGelu && kHalf && kChunked>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
@@ -79,8 +83,9 @@ struct ConfigSelect {
                                     Degree>,
                          Pingpong64Config>>;
 };
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1>
-using ConfigFor = typename ConfigSelect<T, S, C, E, Degree, Inflight>::type;
+template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1,
+          bool Direct = false, bool SmemGelu = false>
+using ConfigFor = typename ConfigSelect<T, S, C, E, Degree, Inflight, Direct, SmemGelu>::type;
 
 namespace {
 
@@ -180,6 +185,9 @@ bool device_ready(int device) {
       (void)launch_info<ConfigFor<__nv_bfloat16, Schedule::Cooperative, 1, Epilogue::Registers>>(device);
       (void)launch_info<ConfigFor<__half, Schedule::Cooperative, 1, Epilogue::Registers>>(device);
       (void)launch_info<ConfigFor<float, Schedule::Cooperative, 1, Epilogue::Registers>>(device);
+      (void)launch_info<ConfigFor<__nv_bfloat16, Schedule::Pingpong64, 1, Epilogue::Registers>>(device);
+      (void)launch_info<ConfigFor<__half, Schedule::Pingpong64, 1, Epilogue::Registers>>(device);
+      (void)launch_info<ConfigFor<float, Schedule::Pingpong64, 1, Epilogue::Registers>>(device);
     } catch (const Error&) {
       ready = false;
     }
@@ -230,6 +238,7 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   p.pair_pre = (a.pre != nullptr && a.ldp % 2 == 0 && reinterpret_cast<uintptr_t>(a.pre) % kPairBytes == 0) ? 1u : 0u;
 #if defined(KILN_SM90_BENCH_HOOKS)
   p.bench_skip = v.bench_skip;
+  p.bench_timing = v.bench_timing;
 #endif
   const int64_t units = static_cast<int64_t>(p.units_m) * p.units_n;
   const int clusters = static_cast<int>(std::min<int64_t>(units, info.max_clusters));
@@ -249,12 +258,12 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   CUDA_CHECK(cudaLaunchKernelEx(&config, linear_gelu_kernel<Cfg>, map_x, map_w, map_out, map_pre, p));
 }
 
-/// Enqueues the kernel in `variant` for element type T. The library builds only the
-/// configuration it dispatches to (cooperative, one CTA per cluster, GELU in the consumers
-/// chunk by chunk, the shipped GELU fit); the benchmark harness (KILN_SM90_BENCH_HOOKS) also
-/// builds the ping-pong (128- and 64-row tiles), cluster, offloaded, interleaved and unchunked
-/// ones, two wgmma groups in flight, and the degree-9 fit it was measured against
-/// (docs/notes/sm90_linear_gelu.md).
+/// Enqueues the kernel in `variant` for element type T. The library builds only the two
+/// configurations it dispatches to (one CTA per cluster, GELU in the consumers chunk by chunk,
+/// the shipped GELU fit; 128 x 256 cooperative or, since v7, 64 x 256 ping-pong tiles); the
+/// benchmark harness (KILN_SM90_BENCH_HOOKS) also builds the 128-row ping-pong, cluster,
+/// offloaded, interleaved and unchunked ones, two wgmma groups in flight, v7's direct stores and
+/// staged GELU, and the degree-9 fit it was measured against (docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
@@ -269,8 +278,23 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     KILN_CHECK(v.inflight == 1 || (v.inflight == 2 && v.epilogue == Epilogue::Registers &&
                                    (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))),
                "sm90_linear_gelu: no build with {} wgmma groups in flight for this variant", v.inflight);
+    // (v7's direct chunk stores and staged GELU: built, one at a time, for the chunked 64-row
+    // ping-pong, one CTA per cluster, one wgmma group in flight, only.)
+    const bool v7 = v.direct_store || v.smem_gelu;
+    KILN_CHECK(!v7 || (S == Schedule::Pingpong64 && C == 1 && v.epilogue == Epilogue::Registers && v.inflight == 1 &&
+                       !nr9 && !(v.direct_store && v.smem_gelu)),
+               "sm90_linear_gelu: no build with direct stores {} / staged GELU {} for this variant", v.direct_store,
+               v.smem_gelu);
     switch (v.epilogue) {
       case Epilogue::Registers:
+        if constexpr (S == Schedule::Pingpong64 && C == 1) {
+          if (v.direct_store)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 1, true, false>>(a, stream,
+                                                                                                          v);
+          if (v.smem_gelu)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 1, false, true>>(a, stream,
+                                                                                                          v);
+        }
         if constexpr (S != Schedule::Pingpong64)
           if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
         if constexpr (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))
@@ -309,12 +333,16 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     else with_epilogue.template operator()<Schedule::Cooperative, 1>();
   }
 #else
-  KILN_CHECK(v.schedule == Schedule::Cooperative && v.cluster == 1 && v.epilogue == Epilogue::Registers &&
-                 v.gelu_degree == kGeluFastDegree && v.inflight == 1,
+  KILN_CHECK((v.schedule == Schedule::Cooperative || v.schedule == Schedule::Pingpong64) && v.cluster == 1 &&
+                 v.epilogue == Epilogue::Registers && v.gelu_degree == kGeluFastDegree && v.inflight == 1 &&
+                 !v.direct_store && !v.smem_gelu,
              "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}, {} wgmma groups in "
              "flight) is built into the benchmark only",
              static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree, v.inflight);
-  launch_config<ConfigFor<T, Schedule::Cooperative, 1, Epilogue::Registers>>(a, stream, v);
+  if (v.schedule == Schedule::Pingpong64)
+    launch_config<ConfigFor<T, Schedule::Pingpong64, 1, Epilogue::Registers>>(a, stream, v);
+  else
+    launch_config<ConfigFor<T, Schedule::Cooperative, 1, Epilogue::Registers>>(a, stream, v);
 #endif
 }
 
@@ -328,7 +356,7 @@ void launch_variant(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Vari
 }
 
 /// The variant that runs a call (measured choice: docs/notes/sm90_linear_gelu.md).
-Variant choose_variant(const Sm90LinearGeluArgs&) {
+Variant choose_variant(const Sm90LinearGeluArgs& a) {
   // Measured on an H200 (docs/notes/sm90_linear_gelu.md): 128 x 256 cooperative tiles, one CTA
   // per cluster, GELU in the consumers with half-tile staging and 4 stages was the fastest at
   // every shape above the size threshold, for bf16, f16 and TF32; since v5 each store chunk's
@@ -338,7 +366,18 @@ Variant choose_variant(const Sm90LinearGeluArgs&) {
   // warps and the GELU interleaved with the next tile's wgmma were slower. v6's 64 x 256
   // ping-pong was 4% faster at 4096 x 1024 x 4096 but 5% slower at 8192 x 4096 x 16384 and at
   // K = 4096, so not taken; two wgmma groups in flight were slower for both schedules.
+  // v7 (runs 9 and 11): the 64 x 256 ping-pong (5 stages, chunked GELU) where it was faster in
+  // both runs, K <= 1024 with at least 8 Mi outputs (bf16, f16 and TF32 at 4096 x 1024 x 4096,
+  // bf16 at 2048 x 1024 x 4096): its mainloops overlap the other consumer's epilogue; at K = 4096
+  // and at 4 Mi outputs it was slower.
   Variant v;
+  constexpr int64_t kPingpongMinOutputs = int64_t{8} << 20;
+  if (a.k <= 1024 && a.m * a.n >= kPingpongMinOutputs) {
+    v.schedule = Schedule::Pingpong64;
+    v.cluster = 1;
+    v.epilogue = Epilogue::Registers;
+    return v;
+  }
   v.schedule = Schedule::Cooperative;
   v.cluster = 1;
   v.epilogue = Epilogue::Registers;

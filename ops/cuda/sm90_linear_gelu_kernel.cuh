@@ -34,10 +34,13 @@
 // warpgroup does not fit, 512 threads leaving 128 where the m64n256 wgmma needs 154.) Tiles are visited in
 // groups of `group_m` tile rows (column by column inside a group) so that the CTAs running
 // at one time share rows of x and columns of w in L2.
-// The library runs the cooperative, cluster-free, GELU-in-consumers configuration with the
-// chunked GELU (measured fastest on an H200 at the target shapes); ping-pong (128- and 64-row
-// tiles), clusters, the offloaded and the interleaved GELU and two wgmma groups in flight are
-// built into the benchmark harness only, which compares them (docs/notes/sm90_linear_gelu.md).
+// The library runs the cluster-free, GELU-in-consumers configuration with the chunked GELU,
+// cooperative 128 x 256 tiles or, for K <= 1024 with at least 8 Mi outputs (v7), the 64 x 256
+// ping-pong; the 128-row ping-pong, clusters, the offloaded and the interleaved GELU, two wgmma
+// groups in flight and v7's direct stores and staged GELU are built into the benchmark harness
+// only, which compares them (docs/notes/sm90_linear_gelu.md). On an H200 the overlapped
+// epilogue still costs the other consumer's mainloop about a tensor-core cycle per instruction
+// it issues (v7), so the ping-pong hides the epilogue's latency, not its work.
 #pragma once
 
 #include <cuda.h>
@@ -61,7 +64,7 @@ namespace kiln::cuda_kernels::sm90 {
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
           bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128,
-          int Inflight = 1>
+          int Inflight = 1, bool DirectStore = false, bool SmemGelu = false>
 struct TileConfig {
   using Element = T;
   /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
@@ -94,6 +97,13 @@ struct TileConfig {
   /// wgmma groups (k blocks) a consumer keeps in flight while it issues the next: 1 until v6; 2
   /// gives a lone ping-pong consumer twice the slack before the tensor cores run dry.
   static constexpr int kInflight = Inflight;
+  /// v7, chunked 64 x 256 ping-pong only: each staged chunk leaves through st.global.v4 from the
+  /// buffer (every thread its own 16-byte vectors) instead of a TMA store.
+  static constexpr bool kDirectStore = DirectStore;
+  /// v7, likewise: the chunk's bias-added pre-activation is staged rounded to T and the GELU
+  /// runs on the buffer (each thread on the vectors it stores), in a rolled chunk loop: one copy
+  /// of the GELU's code instead of one per chunk.
+  static constexpr bool kSmemGelu = SmemGelu;
   // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
   // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
   // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
@@ -109,9 +119,27 @@ struct TileConfig {
   static_assert(Pingpong ? (BlockM == 64 || BlockM == 128) : BlockM == 128,
                 "TileConfig: 128-row cooperative tiles, 64- or 128-row ping-pong tiles");
   static_assert(Inflight >= 1 && Inflight < Stages, "TileConfig: 1 .. kStages - 1 wgmma groups in flight");
+  static_assert(!(DirectStore || SmemGelu) || (Pingpong && BlockM == 64 && ChunkGelu && StageCols == 64),
+                "TileConfig: direct chunk stores and the staged GELU are built for the chunked 64-row ping-pong");
   static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
   static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
 };
+
+#if defined(KILN_SM90_BENCH_HOOKS)
+/// Benchmark only: counters per CTA in KernelParams::bench_timing (start clock and globaltimer,
+/// then per consumer: mainloop, epilogue and turn-wait cycles, end clock and globaltimer, tiles).
+inline constexpr int kTimingSlots = 16;
+#endif
+#if defined(KILN_SM90_BENCH_HOOKS) && defined(KILN_SM90A_DEVICE)
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define KILN_SM90_TIMING(...) __VA_ARGS__
+#else
+#define KILN_SM90_TIMING(...)
+#endif
 
 /// (unit row, unit column) of scheduling unit `u` in the grouped raster order.
 __device__ __forceinline__ int2 unit_coordinates(int u, const KernelParams& p) {
@@ -162,6 +190,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
   if constexpr (Cfg::kCluster > 1) cluster_sync();
   else __syncthreads();
+  KILN_SM90_TIMING(if (p.bench_timing != nullptr && threadIdx.x == 0) {
+    p.bench_timing[blockIdx.x * kTimingSlots] = clock64();
+    p.bench_timing[blockIdx.x * kTimingSlots + 1] = global_timer_ns();
+  })
 
   const uint32_t rank = Cfg::kCluster > 1 ? cluster_cta_rank() : 0;
   const int cluster = static_cast<int>(blockIdx.x) / Cfg::kCluster;
@@ -296,6 +328,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr int kUnits = kUnitsPerBlock * (Cfg::kBlockN / 64);
     bool pending = false;
     int pending_m0 = 0, pending_n0 = 0;
+    KILN_SM90_TIMING(const bool timing = p.bench_timing != nullptr && thread == 0;
+                     unsigned long long t_main = 0, t_epi = 0, t_turn = 0, t_mark = 0, tiles_done = 0;)
     [[maybe_unused]] auto deferred_unit = [&](int j) {
       const int block = j / kUnitsPerBlock, r = j % kUnitsPerBlock;
       const uint32_t block_address = staging + block * kBlockBytes;
@@ -319,6 +353,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
+      KILN_SM90_TIMING(if (timing && tiles_done > 0) t_epi += clock64() - t_mark;)
       const int2 unit = unit_coordinates(u, p);
       const int m0 = (unit.x * Cfg::kCluster + static_cast<int>(rank)) * Cfg::kBlockM;
       const int n0 = unit.y * Cfg::kBlockN;
@@ -332,11 +367,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       constexpr int kPairs = Cfg::kBlockN / 2;
       BiasPair<T> bias_pair{};
       if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
+      KILN_SM90_TIMING(if (timing) t_mark = clock64();)
       if constexpr (Cfg::kPingpong) {
         // The other consumer's previous tile has all its k blocks in (and issued). (Since v6 the
         // tile's coordinates and bias loads come first, off the tensor cores' critical path.)
         if (local > 0) mbarrier_wait(turn0 + 8 * consumer, turns++ & 1u);
       }
+      KILN_SM90_TIMING(if (timing) {
+        const unsigned long long now = clock64();
+        t_turn += now - t_mark;
+        t_mark = now;
+      })
       // Interleave: units done so far, and the k blocks they are spread over (three quarters of
       // the mainloop, so the last block's store has read the buffer before it is reused).
       int units_done = 0;
@@ -380,6 +421,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
         for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
+      KILN_SM90_TIMING(if (timing) {
+        const unsigned long long now = clock64();
+        t_main += now - t_mark;
+        t_mark = now;
+        ++tiles_done;
+      })
       // The last min(kInflight, k_blocks) stages, oldest first.
       for (int j = min(kInflight, p.k_blocks); j > 0; --j) release(s >= j ? s - j : s - j + kStages);
 
@@ -393,7 +440,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       auto store = [&](const CUtensorMap* map, void* base, int64_t ld, uint32_t pair) {
         if constexpr (Cfg::kCanStage) {
           if (p.staged != 0) {
-            store_tile_staged<Cfg>(acc, map, staging, 1 + consumer, thread, m0 + row_in_tile, n0);
+            if constexpr (Cfg::kDirectStore) {
+              store_tile_vectors<Cfg>(acc, static_cast<T*>(base), ld, staging, 1 + consumer, thread, m0 + row_in_tile,
+                                      n0, p.m, p.n);
+            } else {
+              store_tile_staged<Cfg>(acc, map, staging, 1 + consumer, thread, m0 + row_in_tile, n0);
+            }
             return;
           }
         }
@@ -446,13 +498,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         // The last tile goes through the buffer too: the workers' stores must have read it.
         if (p.staged != 0) mbarrier_wait(freed0 + 8 * consumer, (handoffs & 1u) ^ 1u);
       }
+      if constexpr (Cfg::kSmemGelu && Cfg::kCanStage) {
+        if (p.staged != 0) {
+          // v7: pre (if asked), the GELU on the staged chunk and out, chunk by chunk, rolled.
+          smem_gelu_epilogue<Cfg>(acc, &map_out, &map_pre, p, staging, 1 + consumer, thread, m0 + row_in_tile, n0,
+                                  gelu);
+          continue;
+        }
+      }
       if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
       if constexpr (Cfg::kChunkGelu && Cfg::kCanStage) {
         if (p.staged != 0) {
           constexpr int kChunkValues = Cfg::kStageCols / 2;  // a chunk's values per thread and atom
           auto chunk_step = [&]<int C>() {
-            if (gelu) apply_gelu<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
-            store_chunk_staged<Cfg>(acc, &map_out, staging, 1 + consumer, thread, m0 + row_in_tile, n0, C);
+#if defined(KILN_SM90_BENCH_HOOKS)
+            if (p.bench_skip == 3) apply_gelu_tanh<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
+            else
+#endif
+              if (gelu) apply_gelu<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
+            if constexpr (Cfg::kDirectStore)
+              store_chunk_vectors_from<Cfg>(acc, static_cast<T*>(p.out), p.ldo, staging, 1 + consumer, thread,
+                                            m0 + row_in_tile, n0, p.m, p.n, C);
+            else
+              store_chunk_staged<Cfg>(acc, &map_out, staging, 1 + consumer, thread, m0 + row_in_tile, n0, C);
           };
           [&]<int... C>(std::integer_sequence<int, C...>) {
             (chunk_step.template operator()<C>(), ...);
@@ -465,6 +533,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     }
     // TMA stores still reading this warpgroup's buffer must finish before the CTA leaves.
     if (Cfg::kCanStage && p.staged != 0 && thread == 0) bulk_wait_group();
+    KILN_SM90_TIMING(if (timing) {
+      if (tiles_done > 0) t_epi += clock64() - t_mark;
+      unsigned long long* slot = p.bench_timing + blockIdx.x * kTimingSlots + 2 + 6 * consumer;
+      slot[0] = t_main, slot[1] = t_epi, slot[2] = t_turn, slot[3] = clock64(), slot[4] = global_timer_ns();
+      slot[5] = tiles_done;
+    })
   }
   // A cluster's CTAs leave together: a peer may still arrive on this CTA's barriers.
   if constexpr (Cfg::kCluster > 1) cluster_sync();

@@ -4,7 +4,8 @@
 // with the outputs poisoned with NaN first so an unwritten element fails, for bf16, f16 and
 // TF32, with and without bias and pre-activation, on shapes that are no tile multiples (the
 // edge shapes down to 1 x 1 are in bench/sm90_linear_gelu_check.cu, which can run the kernel
-// below the size threshold supported() applies). Elsewhere the numeric cases say they skip.
+// below the size threshold supported() applies), through both tile schedules the dispatch
+// chooses between. Elsewhere the numeric cases say they skip.
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
@@ -135,6 +136,10 @@ TEST_CASE("sm90_linear_gelu matches float64 on random data") {
     check_call(type, 1027, 4104, 72, true, true);
     check_call(type, 4099, 1031, 24, false, true);
     check_call(type, 2049, 2056, 40, true, false);
+    // At least 8 Mi outputs with K <= 1024: the dispatch's 64 x 256 ping-pong (v7), staged
+    // (N a multiple of 8) and direct (odd N) epilogues.
+    check_call(type, 4097, 2056, 40, true, true);
+    check_call(type, 2049, 4097, 24, false, true);
   }
 }
 
