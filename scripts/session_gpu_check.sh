@@ -87,7 +87,7 @@ fi
 if has skinny; then
   # Issue 15's batch-64 MLP block: the skinny GEMM's benchmark (its block rows compare the ring
   # depths and the L2 prefetch in one process) and the fused_mlp example's latencies.
-  timeout 150 $B/bench/skinny_gemm > "$OUT/skinny.txt" 2>&1; say "skinny_gemm rc=$? at $(date +%T)"
+  timeout 150 $B/bench/skinny_gemm ${SKINNY_ARGS:-} > "$OUT/skinny.txt" 2>&1; say "skinny_gemm rc=$? at $(date +%T)"
   grep -E "mlp block|graph|target" "$OUT/skinny.txt" | head -30 >> "$S"
 fi
 if has skinny || has mlp64; then
