@@ -5,8 +5,10 @@
 // round16(gelu(round16(x w1^T + b1))), y = round16(h w2^T + b2)); with the same split of the
 // up-projection's K, h equals skinny_gemm's GELU epilogue bit for bit.
 //
-// Experimental (2026-12-02): reached from the benchmark and the tests, not yet from an op or
-// the graph pass. Plain C++ types; CUDA builds only.
+// Experimental (2026-12-02): reached from the benchmark and the tests, not from an op or the
+// graph pass, because it is not yet faster: 23.0 us against 15.7 for the two skinny launches at
+// (64, 1024, 4096, 1024) on an H200 (docs/notes/skinny_gemm.md, v6). Plain C++ types; CUDA
+// builds only.
 #pragma once
 
 #include <cuda_runtime_api.h>
