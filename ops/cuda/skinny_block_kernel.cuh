@@ -256,14 +256,9 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
         s.w += t[r].w;
       }
     const int cnt = min(n_total - n, 4);
-    float v[4] = {s.x, s.y, s.z, s.w};
-    T o[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
-      const T h = narrow<T>(v[i]);
-      o[i] = up ? activate<T, Epi::GeluExact>(h) : h;
-    }
+    T h[4], o[4];
+    if (up) round_group<T, Epi::GeluExact>(s, bias, n, cnt, h, o);
+    else round_group<T, Epi::Bias>(s, bias, n, cnt, h, o);
     store4(out + static_cast<int64_t>(m) * ld + n, o, cnt, vec);
   }
   if (split > 1 || up) {

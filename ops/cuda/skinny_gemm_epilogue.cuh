@@ -79,6 +79,21 @@ __device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec)
   }
 }
 
+/// One 4-column group's rounding, given its fp32 sums `s` at columns n.. (cnt of them real):
+/// h = round16(s + bias), o = activate(h), as the unfused linear then activation rounds.
+template <typename T, Epi E>
+__device__ __forceinline__ void round_group(const float4& s, const T* bias, int n, int cnt, T (&h)[4], T (&o)[4]) {
+  float v[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    // acc + bias rounded once, as cuBLASLt's bias epilogue; no bias: acc itself (adding
+    // 0 would turn -0 into +0).
+    if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
+    h[i] = narrow<T>(v[i]);
+    o[i] = activate<T, E>(h[i]);
+  }
+}
+
 /// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
 /// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
 /// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset.
@@ -120,16 +135,8 @@ __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* r
         s.w += t[r].w;
       }
     const int cnt = min(p.n - n, 4);
-    float v[4] = {s.x, s.y, s.z, s.w};
     T h[4], o[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      // acc + bias rounded once, as cuBLASLt's bias epilogue; no bias: acc itself (adding
-      // 0 would turn -0 into +0).
-      if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
-      h[i] = narrow<T>(v[i]);
-      o[i] = activate<T, E>(h[i]);
-    }
+    round_group<T, E>(s, bias, n, cnt, h, o);
     const int64_t row = m0 + m;
     store4(static_cast<T*>(p.out) + row * p.ldo + n, o, cnt, p.vec_out != 0);
     if constexpr (E != Epi::Bias) {
