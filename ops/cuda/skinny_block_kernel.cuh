@@ -246,15 +246,7 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
       if (r < split)
         t[r] = r == rank ? *reinterpret_cast<const float4*>(red + m * C::kRedLd + nl)
                          : __ldcg(reinterpret_cast<const float4*>(ws + r * C::kPartial + m * C::kBlockN + nl));
-    float4 s = t[0];  // in rank order, as the cluster epilogue sums
-#pragma unroll
-    for (int r = 1; r < kMaxSplit; ++r)
-      if (r < split) {
-        s.x += t[r].x;
-        s.y += t[r].y;
-        s.z += t[r].z;
-        s.w += t[r].w;
-      }
+    const float4 s = sum_in_rank_order(t, split);  // as the cluster epilogue sums
     const int cnt = min(n_total - n, 4);
     T h[4], o[4];
     if (up) round_group<T, Epi::GeluExact>(s, bias, n, cnt, h, o);

@@ -79,6 +79,20 @@ __device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec)
   }
 }
 
+/// t[0] + t[1] + ... + t[split - 1] lane by lane, in that order: the split-K sum's one order.
+__device__ __forceinline__ float4 sum_in_rank_order(const float4 (&t)[kMaxSplit], int split) {
+  float4 s = t[0];
+#pragma unroll
+  for (int r = 1; r < kMaxSplit; ++r)
+    if (r < split) {
+      s.x += t[r].x;
+      s.y += t[r].y;
+      s.z += t[r].z;
+      s.w += t[r].w;
+    }
+  return s;
+}
+
 /// One 4-column group's rounding, given its fp32 sums `s` at columns n.. (cnt of them real):
 /// h = round16(s + bias), o = activate(h), as the unfused linear then activation rounds.
 template <typename T, Epi E>
@@ -125,15 +139,7 @@ __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* r
         t[r] = *reinterpret_cast<const float4*>(src + offset);
       }
     }
-    float4 s = t[0];
-#pragma unroll
-    for (int r = 1; r < kMaxSplit; ++r)
-      if (r < split) {
-        s.x += t[r].x;
-        s.y += t[r].y;
-        s.z += t[r].z;
-        s.w += t[r].w;
-      }
+    const float4 s = sum_in_rank_order(t, split);
     const int cnt = min(p.n - n, 4);
     T h[4], o[4];
     round_group<T, E>(s, bias, n, cnt, h, o);
