@@ -178,10 +178,13 @@ TEST_CASE("the tile cost model grows with every edge and counts the region only 
   CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, whole, 16) == cpu::gemm_tile_cost_ns<float>(256, 256, 784));
   CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 1) ==
         doctest::Approx(4.0 * cpu::gemm_tile_cost_ns<float>(128, 160, 784)));
-  // Four tiles on four threads: one tile call plus the region.
+  // Four tiles on four threads: one tile call plus the region; on sixteen, the same tile call
+  // and a region of all sixteen (run_tiles forks the whole team).
   const cpu::GemmCostModel& m = cpu::gemm_cost_model<float>();
   CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 4) ==
         doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 4.0 * m.fork_thread_ns));
+  CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 16) ==
+        doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 16.0 * m.fork_thread_ns));
 }
 
 TEST_CASE("the tiled GEMM on an explicit grid: exact against float64, the same bits on any thread count") {
