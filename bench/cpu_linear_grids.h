@@ -147,7 +147,7 @@ inline void compare_grids(int64_t M, int64_t K, int64_t N, const std::string& la
   Turns turns;
   for (size_t i = 0; i < grids.size(); ++i) {
     const int run_threads = i == 1 ? 1 : threads;
-    turns.add(std::to_string(i), calls_for(cpu::gemm_grid_cost_ns<float>(M, N, K, grids[i], run_threads)),
+    turns.add(std::to_string(i), calls_for(cpu::gemm_grid_cost_ns<float>(K, grids[i], run_threads)),
               [&, i, run_threads] { g.run(grids[i], run_threads); });
   }
   turns.run(repeats);
@@ -159,7 +159,7 @@ inline void compare_grids(int64_t M, int64_t K, int64_t N, const std::string& la
     const int64_t tiles = gr.rows.count * gr.cols.count;
     fmt::print("grid {} {} tiles {} team {} measured_us {:.1f} model_us {:.1f}{}\n", gr.rows.count, gr.cols.count,
                tiles, std::min<int64_t>(run_threads, tiles), turns.median_ns(std::to_string(i)) * 1e-3,
-               cpu::gemm_grid_cost_ns<float>(M, N, K, gr, run_threads) * 1e-3,
+               cpu::gemm_grid_cost_ns<float>(K, gr, run_threads) * 1e-3,
                i == 0 ? " chosen" : i == 1 ? " one-thread" : i == 2 ? " previous-rule" : "");
   }
 }

@@ -208,9 +208,10 @@ const char* gemm_backend() {
 // set-up of its packing buffers), packing its panels of A and B (~ (rows + cols) x K
 // elements), the multiply-adds (rows x cols x K, the columns rounded up to whole vectors,
 // which a partial vector computes anyway) and writing the output (rows x cols). A grid
-// on T threads has a team of min(T, tiles); with dynamic scheduling each thread takes about
-// tiles / team of them, so the product ends after ceil(tiles / team) tile times, plus the
-// region's fork/join. gemm_tile_grid takes the grid of least estimated time. So K = 4096
+// on T threads keeps min(T, tiles) of them busy; with dynamic scheduling each takes about
+// tiles / busy tiles, so the product ends after ceil(tiles / busy) tile times, plus the fork
+// and join of a region of all T threads (run_tiles says why all). gemm_tile_grid takes the
+// grid of least estimated time. So K = 4096
 // products on many threads take narrow tiles (their packing per multiply-add, 1/rows +
 // 1/cols, matters less than filling the threads), while small products stay whole when the
 // fork and the extra packing cost more than the threads save. One thread always takes the
@@ -290,10 +291,8 @@ double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K) {
 }
 
 template <typename T>
-double gemm_grid_cost_ns(int64_t M, int64_t N, int64_t K, const TileGrid& grid, int threads) {
+double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads) {
   const GemmCostModel& m = gemm_cost_model<T>();
-  (void)M;
-  (void)N;
   const int64_t tiles = grid.rows.count * grid.cols.count;
   const int64_t team = std::min<int64_t>(std::max(threads, 1), tiles);  // the threads with a tile
   const int64_t waves = (tiles + team - 1) / team;
@@ -311,7 +310,7 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
   TileGrid best{Split{M, 8, 1}, Split{N, mr, 1}};
   if (threads <= 1) return best;
-  double best_cost = gemm_grid_cost_ns<T>(M, N, K, best, threads);
+  double best_cost = gemm_grid_cost_ns<T>(K, best, threads);
   // More than a few tiles per thread only adds packing and calls; the search stays small
   // (about 4 T ln(4 T) grids, a microsecond at T = 16).
   const int64_t max_tiles = 4 * static_cast<int64_t>(threads);
@@ -321,7 +320,7 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
     for (int64_t c = 1; c <= std::min(max_cols, max_tiles / r); ++c) {
       if (r * c == 1) continue;
       const TileGrid grid{Split{M, 8, r}, Split{N, mr, c}};
-      const double cost = gemm_grid_cost_ns<T>(M, N, K, grid, threads);
+      const double cost = gemm_grid_cost_ns<T>(K, grid, threads);
       if (cost < best_cost) {  // ties keep the earlier grid: fewer row parts, then fewer column parts
         best = grid;
         best_cost = cost;
@@ -334,8 +333,8 @@ template const GemmCostModel& gemm_cost_model<float>();
 template const GemmCostModel& gemm_cost_model<double>();
 template double gemm_tile_cost_ns<float>(int64_t, int64_t, int64_t);
 template double gemm_tile_cost_ns<double>(int64_t, int64_t, int64_t);
-template double gemm_grid_cost_ns<float>(int64_t, int64_t, int64_t, const TileGrid&, int);
-template double gemm_grid_cost_ns<double>(int64_t, int64_t, int64_t, const TileGrid&, int);
+template double gemm_grid_cost_ns<float>(int64_t, const TileGrid&, int);
+template double gemm_grid_cost_ns<double>(int64_t, const TileGrid&, int);
 template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t, int);
 template TileGrid gemm_tile_grid<double>(int64_t, int64_t, int64_t, int);
 
@@ -343,9 +342,13 @@ template <typename T>
 void gemm_tiled_on_grid(T* out, const MatrixRef<T>& a_in, const MatrixRef<T>& b_in, T alpha, T beta, const T* bias,
                         const TileGrid& grid, int threads) {
   const int64_t M = a_in.rows, N = b_in.cols, K = a_in.cols;
-  KILN_CHECK(grid.rows.n == M && grid.cols.n == N && grid.rows.count >= 1 && grid.cols.count >= 1,
-             "gemm_tiled_on_grid: a grid of {} x {} parts over {} x {} does not fit the {} x {} output",
-             grid.rows.count, grid.cols.count, grid.rows.n, grid.cols.n, M, N);
+  // Every part non-empty: at least one part, units of at least 1, no more parts than units.
+  const auto fits = [](const Split& s, int64_t n) {
+    return s.n == n && s.unit >= 1 && s.count >= 1 && s.count <= std::max<int64_t>(1, n / s.unit);
+  };
+  KILN_CHECK(fits(grid.rows, M) && fits(grid.cols, N),
+             "gemm_tiled_on_grid: a grid of {} x {} parts (units {} x {}) over {} x {} does not fit the {} x {} output",
+             grid.rows.count, grid.cols.count, grid.rows.unit, grid.cols.unit, grid.rows.n, grid.cols.n, M, N);
   if (M == 0 || N == 0) return;
   std::vector<T> scratch_a, scratch_b;
   const MatrixRef<T> a = mappable(a_in, scratch_a), b = mappable(b_in, scratch_b);

@@ -72,15 +72,16 @@ const GemmCostModel& gemm_cost_model();
 template <typename T>
 double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K);
 
-/// The estimated time of an M x N x K product on `grid` with `threads` threads: with
+/// The estimated time of a product with inner size K on `grid` with `threads` threads: with
 /// min(threads, tiles) of them busy, each takes ceil(tiles / busy) tiles of the largest
 /// tile's cost, plus a region of all `threads` when more than one is busy.
 template <typename T>
-double gemm_grid_cost_ns(int64_t M, int64_t N, int64_t K, const TileGrid& grid, int threads);
+double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads);
 
 /// gemm_tiled on an explicit grid (benchmarks and tests), the tiles on a region of `threads`
 /// OpenMP threads (all of them, even when fewer have a tile); one tile, or one thread, runs
 /// on the calling thread without a region. The bits depend on the sizes and the grid only.
+/// Throws kiln::Error when the grid is not over the output's sizes or has an empty part.
 template <typename T>
 void gemm_tiled_on_grid(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias,
                         const TileGrid& grid, int threads);

@@ -132,11 +132,11 @@ TEST_CASE("the tile grid: one tile on one thread; on several, the least estimate
           CHECK((g.rows.count == 1 || M / g.rows.count >= 32));
           CHECK((g.cols.count == 1 || N / g.cols.count >= 2 * mr));
           // Exhaustively: no grid the rule may cut has a lower estimate (ties keep the first).
-          const double cost = cpu::gemm_grid_cost_ns<float>(M, N, K, g, threads);
+          const double cost = cpu::gemm_grid_cost_ns<float>(K, g, threads);
           for (int64_t r = 1; r <= std::max<int64_t>(1, M / 32); ++r)
             for (int64_t c = 1; c <= std::max<int64_t>(1, N / (2 * mr)) && r * c <= 4 * threads; ++c) {
               const cpu::TileGrid other{cpu::Split{M, 8, r}, cpu::Split{N, mr, c}};
-              const double other_cost = cpu::gemm_grid_cost_ns<float>(M, N, K, other, threads);
+              const double other_cost = cpu::gemm_grid_cost_ns<float>(K, other, threads);
               if (!(cost <= other_cost)) FAIL_CHECK("grid " << r << " x " << c << " costs " << other_cost << " < " << cost);
             }
           // Sizes and thread count only: the same answer every time.
@@ -175,15 +175,15 @@ TEST_CASE("the tile cost model grows with every edge and counts the region only 
   const cpu::TileGrid four{cpu::Split{256, 8, 2}, cpu::Split{256, 48, 2}};
   // One tile: the tile's cost on any thread count. Four tiles on one thread: four calls of the
   // largest tile (256 columns in parts of 48: 96 and 160).
-  CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, whole, 16) == cpu::gemm_tile_cost_ns<float>(256, 256, 784));
-  CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 1) ==
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, whole, 16) == cpu::gemm_tile_cost_ns<float>(256, 256, 784));
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 1) ==
         doctest::Approx(4.0 * cpu::gemm_tile_cost_ns<float>(128, 160, 784)));
   // Four tiles on four threads: one tile call plus the region; on sixteen, the same tile call
   // and a region of all sixteen (run_tiles forks the whole team).
   const cpu::GemmCostModel& m = cpu::gemm_cost_model<float>();
-  CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 4) ==
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 4) ==
         doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 4.0 * m.fork_thread_ns));
-  CHECK(cpu::gemm_grid_cost_ns<float>(256, 256, 784, four, 16) ==
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 16) ==
         doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 16.0 * m.fork_thread_ns));
 }
 
@@ -224,15 +224,26 @@ TEST_CASE("the tiled GEMM on an explicit grid: exact against float64, the same b
   }
 }
 
-TEST_CASE("gemm_tiled_on_grid rejects a grid of another size or with no parts") {
-  std::vector<float> a(6, 1.0f), b(6, 1.0f), out(4, 0.0f);
-  const cpu::MatrixRef<float> ra{a.data(), 2, 3, 3, 1}, rb{b.data(), 3, 2, 2, 1};
-  const cpu::TileGrid wrong_rows{cpu::Split{3, 8, 1}, cpu::Split{2, 48, 1}};
-  const cpu::TileGrid wrong_cols{cpu::Split{2, 8, 1}, cpu::Split{5, 48, 1}};
-  const cpu::TileGrid no_parts{cpu::Split{2, 8, 0}, cpu::Split{2, 48, 1}};
-  for (const cpu::TileGrid& g : {wrong_rows, wrong_cols, no_parts})
+TEST_CASE("gemm_tiled_on_grid rejects a grid of another size, with no parts, a zero unit or empty parts") {
+  std::vector<float> a(6 * 16, 1.0f), b(6 * 16, 1.0f), out(16 * 16, 0.0f);
+  const cpu::MatrixRef<float> ra{a.data(), 16, 6, 6, 1}, rb{b.data(), 6, 16, 16, 1};
+  const cpu::TileGrid wrong_rows{cpu::Split{3, 8, 1}, cpu::Split{16, 8, 1}};
+  const cpu::TileGrid wrong_cols{cpu::Split{16, 8, 1}, cpu::Split{5, 8, 1}};
+  const cpu::TileGrid no_parts{cpu::Split{16, 8, 0}, cpu::Split{16, 8, 1}};
+  const cpu::TileGrid zero_unit{cpu::Split{16, 8, 1}, cpu::Split{16, 0, 1}};
+  const cpu::TileGrid empty_parts{cpu::Split{16, 8, 3}, cpu::Split{16, 8, 1}};  // 3 parts of 2 units
+  for (const cpu::TileGrid& g : {wrong_rows, wrong_cols, no_parts, zero_unit, empty_parts})
     CHECK_THROWS_WITH_AS(cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, g, 1),
                          doctest::Contains("gemm_tiled_on_grid: a grid of"), Error);
+  // The message shows the offending grid and the output.
+  CHECK_THROWS_WITH_AS(cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, empty_parts, 1),
+                       "gemm_tiled_on_grid: a grid of 3 x 1 parts (units 8 x 8) over 16 x 16 does not fit the 16 x 16 "
+                       "output",
+                       Error);
+  // Two parts of one unit each fit, and compute the product: every element is K = 6.
+  const cpu::TileGrid two{cpu::Split{16, 8, 2}, cpu::Split{16, 8, 2}};
+  cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, two, 2);
+  for (float v : out) REQUIRE(v == 6.0f);
 }
 
 TEST_CASE("the tiled GEMM matches float64 at M = 1, 7, 64, 65 and 1000 with N and K off every block size") {
