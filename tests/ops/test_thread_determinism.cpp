@@ -231,4 +231,46 @@ TEST_CASE("GEMMs and chunked loops with less work than threads keep the team: no
   CHECK(team_thread_ids() == before);
 }
 
+TEST_CASE("a training step of the Fashion-MNIST MLP on 4 threads keeps the team: no thread exits or starts") {
+  // Every op of the issue-14 step (784-256-128-10 GELU MLP, batch 256, cross-entropy, the
+  // backward pass, AdamW): one op forking a smaller team would cost each step milliseconds on
+  // a many-core host.
+  const ThreadCountGuard guard;
+  omp_set_num_threads(4);
+  manual_seed(96);
+  const std::vector<int64_t> widths{784, 256, 128, 10};
+  std::vector<Tensor> params, avgs, sqs;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    params.push_back(random({widths[l + 1], widths[l]}, kFloat32, -0.05, 0.05).requires_grad_());
+    params.push_back(random({widths[l + 1]}, kFloat32, -0.05, 0.05).requires_grad_());
+  }
+  for (const Tensor& p : params) {
+    avgs.push_back(zeros(p.sizes()));
+    sqs.push_back(zeros(p.sizes()));
+  }
+  const Tensor x = random({256, 784}, kFloat32, 0.0, 1.0), target = random({256}, kInt64, 0, 10);
+  const std::set<long> before = team_thread_ids();
+  REQUIRE(before.size() == 4);
+  AdamConfig config;
+  config.lr = 1e-3;
+  config.weight_decay = 0.01;
+  for (int step = 1; step <= 2; ++step) {
+    CAPTURE(step);
+    Tensor h = x;
+    for (size_t l = 0; l < 3; ++l) {
+      h = linear(h, params[2 * l], params[2 * l + 1]);
+      if (l < 2) h = gelu(h);
+    }
+    const Tensor loss = cross_entropy(h, target);
+    for (Tensor& p : params) p.set_grad(Tensor());
+    loss.backward();
+    for (size_t i = 0; i < params.size(); ++i) {
+      REQUIRE(params[i].grad().defined());
+      const NoGradGuard no_grad;
+      _fused_adamw_(params[i], params[i].grad(), avgs[i], sqs[i], Tensor(), static_cast<double>(step), config);
+    }
+    CHECK(team_thread_ids() == before);
+  }
+}
+
 #endif  // _OPENMP
