@@ -5,14 +5,19 @@
 //   cpu_linear linear M K N [--repeats 21] [--dtype float32|bfloat16|float16|float64]
 //       linear(x[M, K], w[N, K], bias[N]), float32 unless --dtype says otherwise
 //
-// Prints one line: "median_ms <ms> threads <n> cpu_ms_per_call <ms>" (CPU time of all threads). Workloads are named so the MLP block
-// (GELU) can be added as another name beside linear.
+// Prints one line: "median_ms <ms> threads <n> cpu_ms_per_call <ms>" (CPU time of all
+// threads). The GEMM tile grid's own modes (bench/cpu_linear_grids.h):
+//
+//   cpu_linear calibrate [--repeats 7]          tile calls against the cost model, one thread
+//   cpu_linear grids M K N [--layout nt|nn|tn] [--repeats 11]   grids of one product
+//   cpu_linear fork [--repeats 21]              an empty parallel region's cost
 #include <kiln/kiln.h>
 
 #include <cstring>
 #include <ctime>
 
 #include "bench/bench_util.h"
+#include "bench/cpu_linear_grids.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -28,9 +33,32 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// The value of option `name` among argv[from..], or `fallback`.
+std::string option(int argc, char** argv, int from, const char* name, const std::string& fallback) {
+  for (int i = from; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
+  return fallback;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (mode == "calibrate") {
+    bench::calibrate_tiles(std::stoi(option(argc, argv, 2, "--repeats", "7")));
+    return 0;
+  }
+  if (mode == "fork") {
+    bench::time_fork(std::stoi(option(argc, argv, 2, "--repeats", "21")));
+    return 0;
+  }
+  if (mode == "grids") {
+    KILN_CHECK(argc >= 5, "cpu_linear: usage: cpu_linear grids M K N [--layout nt|nn|tn] [--repeats r], got {} argument(s)",
+               argc - 1);
+    bench::compare_grids(std::stoll(argv[2]), std::stoll(argv[3]), std::stoll(argv[4]),
+                         option(argc, argv, 5, "--layout", "nt"), std::stoi(option(argc, argv, 5, "--repeats", "11")));
+    return 0;
+  }
   KILN_CHECK(argc >= 5 && std::strcmp(argv[1], "linear") == 0,
              "cpu_linear: usage: cpu_linear linear M K N [--repeats r], got {} argument(s)", argc - 1);
   const int64_t m = std::stoll(argv[2]), k = std::stoll(argv[3]), n = std::stoll(argv[4]);

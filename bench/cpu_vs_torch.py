@@ -16,6 +16,9 @@ recipe on the CPU (examples/train_fashion_mnist --device cpu against bench/fashi
 each, reported as the mean training time per epoch (train_s / epochs; the first epoch's
 first-call costs included on both sides).
 
+After the table it prints the GEMM tile grids of a few shapes on the most threads (and two
+on one thread), each measured and estimated by the tile cost model (--no-grids skips them).
+
   python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21] [--fashion-mnist DIR]
 """
 import argparse
@@ -34,9 +37,22 @@ from fashion_mnist_compare import parse_result  # the RESULT line of both traini
 WORKLOADS = [
     {"name": "linear (64,1024,4096) fp32", "kiln": ["linear", "64", "1024", "4096"],
      "torch": ["linear", 64, 1024, 4096]},
+    # The batch-64 MLP block's second GEMM (K = 4096): beside the row above, it says whether
+    # the two GEMMs of the block cost alike (BENCHMARKS.md 9, third session).
+    {"name": "linear (64,4096,1024) fp32", "kiln": ["linear", "64", "4096", "1024"],
+     "torch": ["linear", 64, 4096, 1024]},
     {"name": "linear (1024,1024,4096) fp32", "kiln": ["linear", "1024", "1024", "4096"],
      "torch": ["linear", 1024, 1024, 4096]},
 ]
+
+# The tile grids measured against the cost model (cpu_linear grids M K N --layout L): the
+# Fashion-MNIST step's GEMMs (batch 256, 784-256-128-10: forward "nt", the input's gradient
+# "nn", the weight's gradient "tn") and the linear rows' shapes on the most threads, and the
+# two batch-64 GEMMs on one thread (whole product against tiles run one after another).
+GRID_SHAPES = [("256", "784", "256", "nt"), ("256", "256", "128", "nt"), ("256", "128", "256", "nn"),
+               ("256", "256", "784", "tn"), ("128", "256", "256", "tn"), ("64", "1024", "4096", "nt"),
+               ("64", "4096", "1024", "nt"), ("1024", "1024", "4096", "nt")]
+ONE_THREAD_GRID_SHAPES = [("64", "1024", "4096", "nt"), ("64", "4096", "1024", "nt")]
 
 # Runs in the child interpreter: reads {"threads", "repeats", "workloads"} as JSON on stdin,
 # prints {"medians_ms": [...], "blas": "...", "version": "..."} as JSON.
@@ -95,6 +111,17 @@ def run_torch(python, threads, repeats):
     return json.loads(proc.stdout)
 
 
+def print_grids(binary, threads, repeats):
+    """cpu_linear's fork cost and grid tables on `threads` threads (ONE_THREAD_GRID_SHAPES on 1)."""
+    jobs = [(["fork"], threads)] + [(["grids", *shape[:3], "--layout", shape[3]], threads) for shape in GRID_SHAPES]
+    jobs += [(["grids", *shape[:3], "--layout", shape[3]], 1) for shape in ONE_THREAD_GRID_SHAPES]
+    print("\nGEMM tile grids: measured against the cost model (ops/cpu/gemm_tiled.cpp)")
+    for args, n in jobs:
+        proc = subprocess.run([binary, *args, "--repeats", str(repeats)], env=thread_env(n), capture_output=True,
+                              text=True)
+        print(proc.stdout.rstrip() if proc.returncode == 0 else f"{' '.join(args)} failed: {proc.stderr[-500:]}")
+
+
 def fashion_mnist_epoch_s(build, python, data, epochs, threads):
     """(Kiln, PyTorch) mean seconds per CPU training epoch of the Fashion-MNIST recipe."""
     common = ["--device", "cpu", "--epochs", str(epochs), "--data", data, "--seed", "0"]
@@ -124,6 +151,7 @@ def main():
     parser.add_argument("--torch-python", default="/usr/bin/python3", help="interpreter with torch")
     parser.add_argument("--fashion-mnist", metavar="DIR", help="add the CPU Fashion-MNIST epoch row (IDX .gz files in DIR)")
     parser.add_argument("--fm-epochs", type=int, default=2, help="epochs per Fashion-MNIST run (default 2)")
+    parser.add_argument("--no-grids", action="store_true", help="skip the GEMM tile grid tables (cpu_linear grids)")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bench", "cpu_linear")
     if not os.access(binary, os.X_OK):
@@ -149,6 +177,8 @@ def main():
     print(f"\n{'workload':<34} {'threads':>7} {'Kiln ms':>10} {'PyTorch ms':>11} {'Kiln/PyTorch':>13}")
     for name, n, k, t in rows:
         print(f"{name:<34} {n:>7} {k:>10.3f} {t:>11.3f} {k / t:>12.2f}x")
+    if not args.no_grids:
+        print_grids(binary, threads[-1], args.repeats)
 
 
 if __name__ == "__main__":

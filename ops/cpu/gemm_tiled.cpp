@@ -12,16 +12,17 @@
 // thread takes it, so for a given thread count the bits never change.
 //
 // Why the tiles depend on the thread count (they did not before 2026-12-02): one grid cannot
-// suit one thread and sixteen. Each tile packs its panels of A and B again, so one thread is
-// fastest with the whole product in one call (15% faster than 512 x 512 tiles at linear
-// (1024, 1024, 4096) with oneDNN), while sixteen threads want several tiles each so that one
-// late thread does not hold the rest (16 tiles of 512 x 512 for 16 threads cost the MLP block
-// at batch 1024 a third of its speed against PyTorch). The README says what this changes.
+// suit one thread and sixteen. Each tile packs its panel of B again and pays a call, so one
+// thread is fastest with the whole product in one call (15% faster than 512 x 512 tiles at
+// linear (1024, 1024, 4096) with oneDNN), while sixteen threads want enough tiles to keep
+// every one busy. Which grid is best depends on M, N and K together, so a cost model per tile
+// picks it (gemm_tile_grid, below). The README says what the thread count changes.
 #include "gemm_tiled.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 #include <exception>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/error.h"
@@ -93,12 +94,6 @@ Operand<T> operand_of(const MatrixRef<T>& m, bool row_major) {
   return {m.data, 1, m.cols == 1 ? ld : m.col_stride, ld};
 }
 
-// `count` parts of about `target` (at least one, none empty) in multiples of `unit`.
-Split split(int64_t n, int64_t target, int64_t unit) {
-  const int64_t wanted = std::max<int64_t>(1, (n + target - 1) / target);
-  return {n, unit, std::min(wanted, std::max<int64_t>(1, n / unit))};
-}
-
 // Writes the bias, zeros or beta * out into rows [i0, i0 + mt), columns [j0, j0 + nt).
 template <typename T>
 void init_tile(T* out, int64_t ldo, int64_t i0, int64_t mt, int64_t j0, int64_t nt, T beta, const T* bias) {
@@ -113,15 +108,17 @@ void init_tile(T* out, int64_t ldo, int64_t i0, int64_t mt, int64_t j0, int64_t 
 #ifdef KILN_WITH_ONEDNN
 // One float tile through oneDNN's sgemm (row-major; 'T' reads a column-major operand), added
 // to the initialised tile (beta = 1). oneDNN runs it on the calling thread: inside an active
-// parallel region it does not nest, and omp_set_num_threads(1) here (this implicit task's
-// setting only) keeps it from forking when the region runs on one thread. oneDNN then blocks
-// K by the sizes alone, so the tile's bits do not depend on the thread count.
+// parallel region it does not nest, and outside one (or in a region of one thread) the
+// thread setting of 1, for the call only, keeps it from forking. oneDNN then blocks K by the
+// sizes alone, so the tile's bits do not depend on the thread count or on the region.
 void onednn_tile(float* out, int64_t ldo, const Operand<float>& a, bool a_rows, const Operand<float>& b, bool b_rows,
                  int64_t i0, int64_t mt, int64_t j0, int64_t nt, int64_t K, float alpha) {
+  const int saved = omp_get_max_threads();
   omp_set_num_threads(1);
   const dnnl_status_t status =
       dnnl_sgemm(a_rows ? 'N' : 'T', b_rows ? 'N' : 'T', mt, nt, K, alpha, a.data + i0 * a.row_stride, a.ld,
                  b.data + j0 * b.col_stride, b.ld, 1.0f, out + i0 * ldo + j0, ldo);
+  omp_set_num_threads(saved);
   KILN_CHECK(status == dnnl_success, "matmul: oneDNN's sgemm failed with status {} on a {}x{}x{} tile",
              static_cast<int>(status), mt, nt, K);
 }
@@ -155,35 +152,37 @@ void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int
 }
 
 template <typename T, int LhsOrder, int RhsOrder>
-void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t M, int64_t N, int64_t K, T alpha, T beta,
-               const T* bias) {
-#ifdef _OPENMP
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-  const int threads = 1;
-#endif
-  const TileGrid grid = gemm_tile_grid<T>(M, N, K, threads);
+void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t N, int64_t K, T alpha, T beta, const T* bias,
+               const TileGrid& grid, int threads) {
   const int64_t col_tiles = grid.cols.count, tiles = grid.rows.count * col_tiles;
   // Equal chunks (a function of K and kc only), so the last one is not a short remainder.
   const int64_t limit = sequential_kc<T>();
   const int64_t chunks = std::max<int64_t>(1, (K + limit - 1) / limit);
   const int64_t chunk = std::min(limit, ((K + chunks - 1) / chunks + 7) / 8 * 8);
-  // Below about a million multiply-adds a fork costs more than it saves; the tiles (and so
-  // the bits) are the same either way. No more threads than tiles: an idle thread would only
-  // add its arrival at the closing barrier.
-  const bool parallel = tiles > 1 && static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K) >= 1e6;
-  const int team = static_cast<int>(std::min<int64_t>(threads, tiles));
+  const auto tile = [&](int64_t t) {
+    const int64_t r = t / col_tiles, c = t % col_tiles;
+    const int64_t i0 = grid.rows.begin(r), j0 = grid.cols.begin(c);
+    run_tile<T, LhsOrder, RhsOrder>(out, N, a, b, i0, grid.rows.begin(r + 1) - i0, j0, grid.cols.begin(c + 1) - j0, K,
+                                    chunk, alpha, beta, bias);
+  };
+  // One tile, or one thread: on the calling thread with no region at all (the grid's cost
+  // model gives small products one tile, so they never fork). Otherwise the region has all
+  // `threads`, even when there are fewer tiles: libgomp lets the threads beyond a smaller
+  // team exit and creates new ones for the next larger team, and on the GPU machine's 16-core
+  // host a region of 4 threads followed by one of 16 cost 1.43 ms against 4.5 us for two of 16
+  // (`cpu_linear fork`). Threads without a tile only arrive at the closing barrier.
+  if (threads <= 1 || tiles <= 1) {
+    for (int64_t t = 0; t < tiles; ++t) tile(t);
+    return;
+  }
   std::exception_ptr error;
   // Dynamic: a thread that shares its core with another process (or started late) takes
   // fewer tiles instead of holding everyone at the end; which thread runs a tile does not
   // change its bits.
-#pragma omp parallel for schedule(dynamic, 1) if (parallel) num_threads(team)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t r = t / col_tiles, c = t % col_tiles;
-    const int64_t i0 = grid.rows.begin(r), j0 = grid.cols.begin(c);
     try {
-      run_tile<T, LhsOrder, RhsOrder>(out, N, a, b, i0, grid.rows.begin(r + 1) - i0, j0, grid.cols.begin(c + 1) - j0, K,
-                                      chunk, alpha, beta, bias);
+      tile(t);
     } catch (...) {
       // An exception must not leave an OpenMP region (std::terminate): keep the first one.
 #pragma omp critical(kiln_gemm_tiled_error)
@@ -203,78 +202,181 @@ const char* gemm_backend() {
 #endif
 }
 
+// The tile rule (2026-12-02, third version): a cost model per tile, minimised over the grids.
+//
+// A tile call of rows x cols x K costs, on one core, a fixed amount (the call, oneDNN's
+// set-up of its packing buffers), packing its panels of A and B (~ (rows + cols) x K
+// elements), the multiply-adds (rows x cols x K, the columns rounded up to whole vectors,
+// which a partial vector computes anyway) and writing the output (rows x cols). A grid
+// on T threads keeps min(T, tiles) of them busy; with dynamic scheduling each takes about
+// tiles / busy tiles, so the product ends after ceil(tiles / busy) tile times, plus the fork
+// and join of a region of all T threads (run_tiles says why all). gemm_tile_grid takes the
+// grid of least estimated time. So K = 4096
+// products on many threads take narrow tiles (their packing per multiply-add, 1/rows +
+// 1/cols, matters less than filling the threads), while small products stay whole when the
+// fork and the extra packing cost more than the threads save. One thread always takes the
+// whole product in one call (no grid of several tiles costs less there). The fixed edges
+// before (start at 512, halve to ~2 tiles per thread, stop at 128) gave 64 x 1024 x 4096 8
+// tiles of 128 columns on 16 threads (the batch-64 MLP block's second GEMM) and the training
+// step's 256 x 256 x 784 four: BENCHMARKS.md 9, third session.
+//
+// Calibration: see kFloatModel.
+namespace {
+
+// The tile terms: bench/cpu_linear_calibrate.py fitted them to six runs of `taskset -c 1
+// build/bench/cpu_linear calibrate` on the 2-core development VM (Xeon @ 2.8 GHz, AVX-512,
+// oneDNN 2.6.3; four runs at load ~0.8, two at ~3 with a compiler on the other core), 242
+// tile shapes of 16-512 rows, 10-1024 columns and K = 64-4096 in linear's three layouts:
+// median relative error 9.7%, worst 58% (a 10-column tile, which only whole products have).
+// Packing: 0.35 ns per element of the rows' panel and 0.15 per element of the columns' (the
+// transposed weight of linear's forward is the dearest layout and dominates the fit). The
+// multiply-add, 0.016 ns on the columns rounded up to whole 16-float vectors, is 62 G/s, 70%
+// of the core's 2 x 16-lane FMA peak; writing the output adds nothing measurable. The
+// region's terms are a judgement, not a fit: an empty region of 2 threads cost 0.4-0.7 us on
+// the idle VM, but a region waits for its slowest thread, which on shared or many-core hosts
+// costs far more (BENCHMARKS.md 9); set at 5 us + 0.5 us per thread, they keep products of
+// 64 x 64 x 64 whole (`cpu_linear fork` measures a host's).
+constexpr GemmCostModel kFloatModel{.call_ns = 1909.0,
+                                    .pack_rows_ns = 0.351,
+                                    .pack_cols_ns = 0.1506,
+                                    .mac_ns = 0.01601,
+                                    .out_ns = 0.0,
+                                    .fork_ns = 5000.0,
+                                    .fork_thread_ns = 500.0};
+
+// Double (Eigen's kernel): half the lanes per vector, so twice the time per multiply-add and
+// per packed element; not calibrated on its own.
+constexpr GemmCostModel kDoubleModel{.call_ns = kFloatModel.call_ns,
+                                     .pack_rows_ns = 2.0 * kFloatModel.pack_rows_ns,
+                                     .pack_cols_ns = 2.0 * kFloatModel.pack_cols_ns,
+                                     .mac_ns = 2.0 * kFloatModel.mac_ns,
+                                     .out_ns = 2.0 * kFloatModel.out_ns,
+                                     .fork_ns = kFloatModel.fork_ns,
+                                     .fork_thread_ns = kFloatModel.fork_thread_ns};
+
+// No part below these (but a whole edge shorter than them): oneDNN's sgemm runs tiles of 8-16
+// rows at K >= 1024, or of 48-64 columns with the weight transposed (linear's forward),
+// 1.5-2.5x slower per multiply-add than the model's fit (e.g. 32 x 48 x 784 took as long as
+// 32 x 128 x 784; 64 x 1024 x 4096 as four tiles of 16 rows 1.9x as long as whole), which no
+// term of the model follows; so the search does not offer them.
+constexpr int64_t kMinRows = 32;
+template <typename T>
+constexpr int64_t kMinCols = 2 * Eigen::internal::gebp_traits<T, T>::mr;
+
+// The model rounds a tile's columns up to whole vectors of this many elements (AVX-512
+// floats; it fitted the measurements better than oneDNN's 48-column register block).
+constexpr int64_t kVectorFloats = 16;
+
+// The longest part of a split (the last one takes the remainder of n over the unit).
+int64_t largest_part(const Split& s) {
+  int64_t longest = 0;
+  for (int64_t t = 0; t < s.count; ++t) longest = std::max(longest, s.begin(t + 1) - s.begin(t));
+  return longest;
+}
+
+}  // namespace
+
+template <typename T>
+const GemmCostModel& gemm_cost_model() {
+  static constexpr GemmCostModel model = std::is_same_v<T, float> ? kFloatModel : kDoubleModel;
+  return model;
+}
+
+template <typename T>
+double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K) {
+  const GemmCostModel& m = gemm_cost_model<T>();
+  const double r = static_cast<double>(rows), c = static_cast<double>(cols), k = static_cast<double>(K);
+  const double padded_cols = static_cast<double>((cols + kVectorFloats - 1) / kVectorFloats * kVectorFloats);
+  return m.call_ns + (m.pack_rows_ns * r + m.pack_cols_ns * c) * k + m.mac_ns * r * padded_cols * k + m.out_ns * r * c;
+}
+
+template <typename T>
+double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads) {
+  const GemmCostModel& m = gemm_cost_model<T>();
+  const int64_t tiles = grid.rows.count * grid.cols.count;
+  const int64_t team = std::min<int64_t>(std::max(threads, 1), tiles);  // the threads with a tile
+  const int64_t waves = (tiles + team - 1) / team;
+  // The region forks every thread (run_tiles says why), busy or not.
+  const double fork = team > 1 ? m.fork_ns + m.fork_thread_ns * static_cast<double>(threads) : 0.0;
+  return fork + static_cast<double>(waves) * gemm_tile_cost_ns<T>(largest_part(grid.rows), largest_part(grid.cols), K);
+}
+
 template <typename T>
 TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   // Eigen computes the row-major output as its transpose, so our columns are its rows, cut
-  // into register blocks of mr (3 packets: 48 floats with AVX-512): column tiles in multiples of
-  // mr keep every tile off Eigen's slower remainder paths (one packet, then scalars) except at
-  // the right edge; rows go in multiples of 8.
-  //
-  // One thread: the whole product is one tile (one call packs each panel once). Several: each
-  // tile call packs its panels of A and B again, a cost per multiply-add that goes as
-  // 1/rows + 1/cols of the tile, so tiles start at 512 x 512; then the larger edge is halved
-  // while the grid has fewer than kTilesPerThread tiles per thread and each tile keeps at least
-  // kMinTileMacs multiply-adds, so the small GEMMs of a training step (256 x 784 x 256) still
-  // spread over a few cores. Edges stop near kMinEdge (128): a oneDNN call has a fixed cost
-  // (packing set-up) that smaller tiles do not repay; one thread ran 256 x 784 x 256 in 824 us
-  // as one call, 696 us as 2 x 2 tiles of 128, 1634 us as 4 x 4 tiles of 64 and 2727 us as 8 x 8
-  // (2-core VM, oneDNN 2.6, medians of 30). (Before: 1 Mi multiply-adds and 32-row tiles; on the
-  // GPU machine's host 16 threads then ran a Fashion-MNIST epoch 3x slower than 8, in a run
-  // with much steal time, and 1.2x slower with these in a run without: BENCHMARKS.md 9.)
+  // into register blocks of mr (3 packets: 48 floats with AVX-512; oneDNN's AVX-512 sgemm
+  // kernel has the same 48): column parts in multiples of mr keep every tile but the last off
+  // the slower remainder paths; rows go in multiples of 8.
   constexpr int64_t mr = Eigen::internal::gebp_traits<T, T>::mr;
-  if (threads <= 1) return TileGrid{Split{M, 8, 1}, Split{N, mr, 1}};
-  constexpr int64_t kTilesPerThread = 2;
-  const int64_t wanted_tiles = kTilesPerThread * threads;
-  constexpr double kMinTileMacs = 4.0 * 1024.0 * 1024.0;
-  constexpr int64_t kMinEdge = 128;
-  const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
-  TileGrid grid{split(M, 512, 8), split(N, 512, mr)};
-  bool rows_can = true, cols_can = true;  // false once halving that edge would not do
-  // A finer grid is taken only if it has more tiles and each keeps kMinTileMacs.
-  const auto fine_enough = [&](const Split& rows, const Split& cols) {
-    const double tiles = static_cast<double>(rows.count) * static_cast<double>(cols.count);
-    return tiles > static_cast<double>(grid.rows.count) * static_cast<double>(grid.cols.count) &&
-           macs / tiles >= kMinTileMacs;
-  };
-  while (grid.rows.count * grid.cols.count < wanted_tiles) {
-    // Halve the longer edge of the current tiles, if it can still shrink.
-    const int64_t row_edge = (M + grid.rows.count - 1) / grid.rows.count;
-    const int64_t col_edge = (N + grid.cols.count - 1) / grid.cols.count;
-    rows_can = rows_can && row_edge >= 2 * kMinEdge;
-    cols_can = cols_can && col_edge >= 2 * kMinEdge;
-    if (cols_can && (col_edge >= row_edge || !rows_can)) {
-      const Split finer = split(N, col_edge / 2, mr);
-      cols_can = fine_enough(grid.rows, finer);
-      if (cols_can) grid.cols = finer;
-    } else if (rows_can) {
-      const Split finer = split(M, row_edge / 2, 8);
-      rows_can = fine_enough(finer, grid.cols);
-      if (rows_can) grid.rows = finer;
-    } else {
-      break;
+  TileGrid best{Split{M, 8, 1}, Split{N, mr, 1}};
+  if (threads <= 1) return best;
+  double best_cost = gemm_grid_cost_ns<T>(K, best, threads);
+  // More than a few tiles per thread only adds packing and calls; the search stays small
+  // (about 4 T ln(4 T) grids, a microsecond at T = 16).
+  const int64_t max_tiles = 4 * static_cast<int64_t>(threads);
+  const int64_t max_rows = std::min(std::max<int64_t>(1, M / kMinRows), max_tiles);
+  const int64_t max_cols = std::max<int64_t>(1, N / kMinCols<T>);
+  for (int64_t r = 1; r <= max_rows; ++r)
+    for (int64_t c = 1; c <= std::min(max_cols, max_tiles / r); ++c) {
+      if (r * c == 1) continue;
+      const TileGrid grid{Split{M, 8, r}, Split{N, mr, c}};
+      const double cost = gemm_grid_cost_ns<T>(K, grid, threads);
+      if (cost < best_cost) {  // ties keep the earlier grid: fewer row parts, then fewer column parts
+        best = grid;
+        best_cost = cost;
+      }
     }
-  }
-  return grid;
+  return best;
 }
 
+template const GemmCostModel& gemm_cost_model<float>();
+template const GemmCostModel& gemm_cost_model<double>();
+template double gemm_tile_cost_ns<float>(int64_t, int64_t, int64_t);
+template double gemm_tile_cost_ns<double>(int64_t, int64_t, int64_t);
+template double gemm_grid_cost_ns<float>(int64_t, const TileGrid&, int);
+template double gemm_grid_cost_ns<double>(int64_t, const TileGrid&, int);
 template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t, int);
 template TileGrid gemm_tile_grid<double>(int64_t, int64_t, int64_t, int);
 
 template <typename T>
-void gemm_tiled(T* out, const MatrixRef<T>& a_in, const MatrixRef<T>& b_in, T alpha, T beta, const T* bias) {
+void gemm_tiled_on_grid(T* out, const MatrixRef<T>& a_in, const MatrixRef<T>& b_in, T alpha, T beta, const T* bias,
+                        const TileGrid& grid, int threads) {
   const int64_t M = a_in.rows, N = b_in.cols, K = a_in.cols;
+  // Every part non-empty: at least one part, units of at least 1, no more parts than units.
+  const auto fits = [](const Split& s, int64_t n) {
+    return s.n == n && s.unit >= 1 && s.count >= 1 && s.count <= std::max<int64_t>(1, n / s.unit);
+  };
+  KILN_CHECK(fits(grid.rows, M) && fits(grid.cols, N),
+             "gemm_tiled_on_grid: a grid of {} x {} parts (units {} x {}) over {} x {} does not fit the {} x {} output",
+             grid.rows.count, grid.cols.count, grid.rows.unit, grid.cols.unit, grid.rows.n, grid.cols.n, M, N);
   if (M == 0 || N == 0) return;
   std::vector<T> scratch_a, scratch_b;
   const MatrixRef<T> a = mappable(a_in, scratch_a), b = mappable(b_in, scratch_b);
   const bool a_rows = is_row_major(a), b_rows = is_row_major(b);
   const Operand<T> oa = operand_of(a, a_rows), ob = operand_of(b, b_rows);
   constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
-  if (a_rows && b_rows) run_tiles<T, R, R>(out, oa, ob, M, N, K, alpha, beta, bias);
-  else if (a_rows) run_tiles<T, R, C>(out, oa, ob, M, N, K, alpha, beta, bias);
-  else if (b_rows) run_tiles<T, C, R>(out, oa, ob, M, N, K, alpha, beta, bias);
-  else run_tiles<T, C, C>(out, oa, ob, M, N, K, alpha, beta, bias);
+  if (a_rows && b_rows) run_tiles<T, R, R>(out, oa, ob, N, K, alpha, beta, bias, grid, threads);
+  else if (a_rows) run_tiles<T, R, C>(out, oa, ob, N, K, alpha, beta, bias, grid, threads);
+  else if (b_rows) run_tiles<T, C, R>(out, oa, ob, N, K, alpha, beta, bias, grid, threads);
+  else run_tiles<T, C, C>(out, oa, ob, N, K, alpha, beta, bias, grid, threads);
 }
 
+template <typename T>
+void gemm_tiled(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias) {
+  const int64_t M = a.rows, N = b.cols, K = a.cols;
+  if (M == 0 || N == 0) return;
+#ifdef _OPENMP
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  gemm_tiled_on_grid<T>(out, a, b, alpha, beta, bias, gemm_tile_grid<T>(M, N, K, threads), threads);
+}
+
+template void gemm_tiled_on_grid<float>(float*, const MatrixRef<float>&, const MatrixRef<float>&, float, float,
+                                        const float*, const TileGrid&, int);
+template void gemm_tiled_on_grid<double>(double*, const MatrixRef<double>&, const MatrixRef<double>&, double, double,
+                                         const double*, const TileGrid&, int);
 template void gemm_tiled<float>(float*, const MatrixRef<float>&, const MatrixRef<float>&, float, float, const float*);
 template void gemm_tiled<double>(double*, const MatrixRef<double>&, const MatrixRef<double>&, double, double,
                                  const double*);

@@ -1,5 +1,6 @@
 // The CPU GEMM's float and double engine: the output is cut into tiles whose sizes depend on
-// the matrix sizes and the thread count (one tile on one thread: the whole product in one
+// the matrix sizes and the thread count (chosen by a cost model per tile: the grid with the
+// shortest estimated time on those threads; one thread always takes the whole product in one
 // call), OpenMP threads take whole tiles, and each tile runs a single-threaded GEMM kernel
 // (oneDNN's sgemm or Eigen's) over fixed chunks of K. For a given thread count every output
 // element is therefore summed in one order, on whichever thread takes its tile; another
@@ -46,8 +47,43 @@ struct Split {
 struct TileGrid {
   Split rows, cols;
 };
-/// The tile grid gemm_tiled<T> uses for an M x N output with inner size K on `threads` threads.
+/// The tile grid gemm_tiled<T> uses for an M x N output with inner size K on `threads` threads:
+/// of the grids with parts in multiples of (8, Eigen's register block), the one whose
+/// estimated time (gemm_grid_cost_ns) is least; one tile when threads <= 1.
 template <typename T>
 TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads);
+
+/// The constants of the tile cost model, nanoseconds on one core (calibration: gemm_tiled.cpp).
+struct GemmCostModel {
+  double call_ns;         // fixed cost of one kernel call
+  double pack_rows_ns;    // per element of the tile's rows of A, rows * K
+  double pack_cols_ns;    // per element of the tile's columns of B, cols * K
+  double mac_ns;          // per multiply-add of the tile, its columns rounded up to whole 16-float vectors
+  double out_ns;          // per output element (the bias written first, the result stored)
+  double fork_ns;         // opening and closing a parallel region
+  double fork_thread_ns;  // and per thread of its team
+};
+
+/// The cost model gemm_tile_grid<T> minimises.
+template <typename T>
+const GemmCostModel& gemm_cost_model();
+
+/// The estimated time of one tile call of rows x cols x K on one core.
+template <typename T>
+double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K);
+
+/// The estimated time of a product with inner size K on `grid` with `threads` threads: with
+/// min(threads, tiles) of them busy, each takes ceil(tiles / busy) tiles of the largest
+/// tile's cost, plus a region of all `threads` when more than one is busy.
+template <typename T>
+double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads);
+
+/// gemm_tiled on an explicit grid (benchmarks and tests), the tiles on a region of `threads`
+/// OpenMP threads (all of them, even when fewer have a tile); one tile, or one thread, runs
+/// on the calling thread without a region. The bits depend on the sizes and the grid only.
+/// Throws kiln::Error when the grid is not over the output's sizes or has an empty part.
+template <typename T>
+void gemm_tiled_on_grid(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias,
+                        const TileGrid& grid, int threads);
 
 }  // namespace kiln::cpu

@@ -47,7 +47,8 @@ inline int64_t parallel_chunks(int64_t work, int64_t grain) {
 }
 
 /// Calls `fn(begin, end)` on disjoint contiguous ranges covering [0, total), one range per
-/// chunk (parallel_chunks(total, grain)), the chunks on the OpenMP threads. Range boundaries
+/// chunk (parallel_chunks(total, grain)), the chunks on a region of all the OpenMP threads
+/// (at most one chunk each; one chunk runs on the calling thread, no region). Range boundaries
 /// are multiples of `align` (but the last), e.g. a cache line of outputs, so no two threads
 /// write one line.
 template <typename F>
@@ -61,8 +62,14 @@ void parallel_for(int64_t total, int64_t grain, F&& fn, int64_t align = 16) {
   // Chunk size rounded up to a multiple of align; trailing chunks may be short or empty.
   const int64_t per = (total + chunks - 1) / chunks;
   const int64_t step = (per + align - 1) / align * align;
+  // The region has the whole team even when there are fewer chunks than threads (the extra
+  // ones only arrive at the closing barrier): libgomp lets the threads beyond a smaller team
+  // exit and creates new ones for the next larger team, which cost 1.4 ms per pair of regions
+  // on the GPU machine's 16-core host (a region of 4 threads, then one of 16) against 4.5 us
+  // for two of 16; a team that shrank with the work made the 16-thread Fashion-MNIST epoch
+  // four times PyTorch's (BENCHMARKS.md 9, third session).
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(chunks))
+#pragma omp parallel for schedule(static)
 #endif
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = std::min(total, c * step);

@@ -102,7 +102,7 @@ void check_split(const cpu::Split& s, int64_t target) {
 
 }  // namespace
 
-TEST_CASE("the tile grid: one tile on one thread; on several, near-equal tiles, about two per thread where the work allows") {
+TEST_CASE("the tile grid: one tile on one thread; on several, the least estimated time of all grids it may cut") {
   const int64_t mr = cpu::gemm_tile_grid<float>(1, 1, 1, 2).cols.unit;  // Eigen's register block
   REQUIRE(mr % 8 == 0);
   for (int threads : {1, 2, 3, 16})
@@ -116,50 +116,134 @@ TEST_CASE("the tile grid: one tile on one thread; on several, near-equal tiles, 
           const cpu::TileGrid g = cpu::gemm_tile_grid<float>(M, N, K, threads);
           REQUIRE(g.rows.unit == 8);
           REQUIRE(g.cols.unit == mr);
-          const double tiles = static_cast<double>(g.rows.count) * static_cast<double>(g.cols.count);
+          REQUIRE(g.rows.n == M);
+          REQUIRE(g.cols.n == N);
+          const int64_t tiles = g.rows.count * g.cols.count;
           if (threads == 1) {  // the whole product in one call
-            CHECK(tiles == 1.0);
+            CHECK(tiles == 1);
             CHECK(g.rows.begin(1) == M);
             CHECK(g.cols.begin(1) == N);
             continue;
           }
-          const int64_t start_tiles = std::min(std::max<int64_t>(1, (M + 511) / 512), std::max<int64_t>(1, M / 8)) *
-                                      std::min(std::max<int64_t>(1, (N + 511) / 512), std::max<int64_t>(1, N / mr));
-          // Near-equal parts of at most 512 (the starting edge), never much below 128.
-          check_split(g.rows, 120);
-          check_split(g.cols, 96);
-          const double macs = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-          CHECK((M + g.rows.count - 1) / g.rows.count <= 512 + 8);
-          CHECK((N + g.cols.count - 1) / g.cols.count <= 512 + mr);
-          // Split past the 512-edge start only while each tile keeps >= 4 Mi multiply-adds and
-          // the grid has fewer than two tiles per thread.
-          CHECK(tiles >= static_cast<double>(start_tiles));
-          if (tiles > static_cast<double>(start_tiles)) {
-            CHECK(macs / tiles >= 4.0 * 1024.0 * 1024.0);
-            CHECK(tiles < 3.0 * 2.0 * threads);  // the last halving (c parts -> at most 2c + 1) of a grid below 2 per thread
-          }
-          // Big enough products get two tiles per thread, or at least 16, when the edges allow.
-          if (macs >= 256.0 * 1024 * 1024 && M >= 1000 && N >= 1000) CHECK(tiles >= std::min(2.0 * threads, 16.0));
+          check_split(g.rows, 32);
+          check_split(g.cols, 2 * mr);
+          // At most four tiles per thread; no part below 32 rows or 2 register blocks of columns.
+          CHECK(tiles <= 4 * threads);
+          CHECK((g.rows.count == 1 || M / g.rows.count >= 32));
+          CHECK((g.cols.count == 1 || N / g.cols.count >= 2 * mr));
+          // Exhaustively: no grid the rule may cut has a lower estimate (ties keep the first).
+          const double cost = cpu::gemm_grid_cost_ns<float>(K, g, threads);
+          for (int64_t r = 1; r <= std::max<int64_t>(1, M / 32); ++r)
+            for (int64_t c = 1; c <= std::max<int64_t>(1, N / (2 * mr)) && r * c <= 4 * threads; ++c) {
+              const cpu::TileGrid other{cpu::Split{M, 8, r}, cpu::Split{N, mr, c}};
+              const double other_cost = cpu::gemm_grid_cost_ns<float>(K, other, threads);
+              if (!(cost <= other_cost)) FAIL_CHECK("grid " << r << " x " << c << " costs " << other_cost << " < " << cost);
+            }
           // Sizes and thread count only: the same answer every time.
           const cpu::TileGrid again = cpu::gemm_tile_grid<float>(M, N, K, threads);
           CHECK(again.rows.count == g.rows.count);
           CHECK(again.cols.count == g.cols.count);
         }
-  // linear's (64, 1024, 4096) on 16 threads: one row of 32 column tiles; on 2, the 8 tiles of 512.
-  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 16).rows.count == 1);
-  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 16).cols.count == 32);
-  CHECK(cpu::gemm_tile_grid<float>(64, 4096, 1024, 2).cols.count == 8);
-  // A training step's (256, 784, 256): four tiles of 128 x 128 (smaller ones cost more than they save).
+  // A small product never forks: 64 x 64 x 64 on 16 threads is one tile.
+  CHECK(cpu::gemm_tile_grid<float>(64, 64, 64, 16).rows.count * cpu::gemm_tile_grid<float>(64, 64, 64, 16).cols.count == 1);
+  // A training step's 256 x 256 x 784 on 16 threads: at least 8 tiles (the fixed rule gave 4).
   const cpu::TileGrid step = cpu::gemm_tile_grid<float>(256, 256, 784, 16);
-  CHECK(step.rows.count == 2);
-  CHECK(step.cols.count == 2);
-  // (1024, 1024, 4096) on 16 threads: 32 tiles of 512 x 256.
-  CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024, 16).rows.count == 2);
-  CHECK(cpu::gemm_tile_grid<float>(1024, 4096, 1024, 16).cols.count == 16);
+  CHECK(step.rows.count * step.cols.count >= 8);
+  // The batch-64 block's 64 x 1024 x 4096 on 16 threads: at least 14 tiles (the fixed rule gave 8).
+  const cpu::TileGrid second = cpu::gemm_tile_grid<float>(64, 1024, 4096, 16);
+  CHECK(second.rows.count * second.cols.count >= 14);
+  // (1024, 4096, 1024) on 16 threads fills the team.
+  const cpu::TileGrid big = cpu::gemm_tile_grid<float>(1024, 4096, 1024, 16);
+  CHECK(big.rows.count * big.cols.count >= 16);
   // A huge n does not overflow the boundary arithmetic.
   const cpu::Split huge{int64_t{1} << 61, 8, int64_t{1} << 40};
   CHECK(huge.begin(huge.count - 1) < huge.n);
   CHECK(huge.begin(huge.count - 1) % 8 == 0);
+}
+
+TEST_CASE("the tile cost model grows with every edge and counts the region only for a team") {
+  for (int64_t K : {1, 64, 784, 4096}) {
+    CAPTURE(K);
+    const double base = cpu::gemm_tile_cost_ns<float>(64, 96, K);
+    CHECK(base > 0.0);
+    CHECK(cpu::gemm_tile_cost_ns<float>(128, 96, K) > base);
+    CHECK(cpu::gemm_tile_cost_ns<float>(64, 192, K) > base);
+    CHECK(cpu::gemm_tile_cost_ns<float>(64, 96, 2 * K) > base);
+    CHECK(cpu::gemm_tile_cost_ns<double>(64, 96, K) >= base);
+  }
+  const cpu::TileGrid whole{cpu::Split{256, 8, 1}, cpu::Split{256, 48, 1}};
+  const cpu::TileGrid four{cpu::Split{256, 8, 2}, cpu::Split{256, 48, 2}};
+  // One tile: the tile's cost on any thread count. Four tiles on one thread: four calls of the
+  // largest tile (256 columns in parts of 48: 96 and 160).
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, whole, 16) == cpu::gemm_tile_cost_ns<float>(256, 256, 784));
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 1) ==
+        doctest::Approx(4.0 * cpu::gemm_tile_cost_ns<float>(128, 160, 784)));
+  // Four tiles on four threads: one tile call plus the region; on sixteen, the same tile call
+  // and a region of all sixteen (run_tiles forks the whole team).
+  const cpu::GemmCostModel& m = cpu::gemm_cost_model<float>();
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 4) ==
+        doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 4.0 * m.fork_thread_ns));
+  CHECK(cpu::gemm_grid_cost_ns<float>(784, four, 16) ==
+        doctest::Approx(cpu::gemm_tile_cost_ns<float>(128, 160, 784) + m.fork_ns + 16.0 * m.fork_thread_ns));
+}
+
+TEST_CASE("the tiled GEMM on an explicit grid: exact against float64, the same bits on any thread count") {
+  manual_seed(175);
+  const ThreadCountGuard guard;
+  // 3 x 4 tiles with short edge parts, K over several chunks; exact eighths, so every order of
+  // summation gives the reference, and one grid gives the same bits on 1, 2, 3 and 5 threads.
+  const int64_t M = 203, K = 517, N = 301;
+  for (DType dt : {kFloat32, kFloat64}) {
+    CAPTURE(dt);
+    const Tensor a = random_eighths({M, K}, dt), w = random_eighths({N, K}, dt), bias = random_eighths({N}, dt);
+    const std::vector<double> want = reference_gemm(a, w.t(), 1.0, bias, 0.0, Tensor());
+    const int64_t unit = dt == kFloat64 ? cpu::gemm_tile_grid<double>(1, 1, 1, 2).cols.unit
+                                        : cpu::gemm_tile_grid<float>(1, 1, 1, 2).cols.unit;
+    for (const auto& [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 4}, {25, 1}, {1, 6}}) {
+      CAPTURE(r);
+      CAPTURE(c);
+      const cpu::TileGrid grid{cpu::Split{M, 8, r}, cpu::Split{N, unit, c}};
+      Tensor first;
+      for (int threads : {1, 2, 3, 5}) {
+        CAPTURE(threads);
+        Tensor out = empty({M, N}, dt);
+        if (dt == kFloat64) {
+          cpu::gemm_tiled_on_grid<double>(out.data_ptr<double>(), {a.data_ptr<double>(), M, K, K, 1},
+                                          {w.data_ptr<double>(), K, N, 1, K}, 1.0, 0.0, bias.data_ptr<double>(), grid,
+                                          threads);
+        } else {
+          cpu::gemm_tiled_on_grid<float>(out.data_ptr<float>(), {a.data_ptr<float>(), M, K, K, 1},
+                                         {w.data_ptr<float>(), K, N, 1, K}, 1.0f, 0.0f, bias.data_ptr<float>(), grid,
+                                         threads);
+        }
+        check_close(out, want, {M, N}, Tolerance{0, 0});
+        if (!first.defined()) first = out;
+        else CHECK(std::memcmp(first.data_ptr(), out.data_ptr(), static_cast<size_t>(M * N) * out.element_size()) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm_tiled_on_grid rejects a grid of another size, with no parts, a zero unit or empty parts") {
+  std::vector<float> a(6 * 16, 1.0f), b(6 * 16, 1.0f), out(16 * 16, 0.0f);
+  const cpu::MatrixRef<float> ra{a.data(), 16, 6, 6, 1}, rb{b.data(), 6, 16, 16, 1};
+  const cpu::TileGrid wrong_rows{cpu::Split{3, 8, 1}, cpu::Split{16, 8, 1}};
+  const cpu::TileGrid wrong_cols{cpu::Split{16, 8, 1}, cpu::Split{5, 8, 1}};
+  const cpu::TileGrid no_parts{cpu::Split{16, 8, 0}, cpu::Split{16, 8, 1}};
+  const cpu::TileGrid zero_unit{cpu::Split{16, 8, 1}, cpu::Split{16, 0, 1}};
+  const cpu::TileGrid empty_parts{cpu::Split{16, 8, 3}, cpu::Split{16, 8, 1}};  // 3 parts of 2 units
+  for (const cpu::TileGrid& g : {wrong_rows, wrong_cols, no_parts, zero_unit, empty_parts})
+    CHECK_THROWS_WITH_AS(cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, g, 1),
+                         doctest::Contains("gemm_tiled_on_grid: a grid of"), Error);
+  // The message shows the offending grid and the output.
+  CHECK_THROWS_WITH_AS(cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, empty_parts, 1),
+                       "gemm_tiled_on_grid: a grid of 3 x 1 parts (units 8 x 8) over 16 x 16 does not fit the 16 x 16 "
+                       "output",
+                       Error);
+  // Two parts of one unit each fit, and compute the product: every element is K = 6.
+  const cpu::TileGrid two{cpu::Split{16, 8, 2}, cpu::Split{16, 8, 2}};
+  cpu::gemm_tiled_on_grid<float>(out.data(), ra, rb, 1.0f, 0.0f, nullptr, two, 2);
+  for (float v : out) REQUIRE(v == 6.0f);
 }
 
 TEST_CASE("the tiled GEMM matches float64 at M = 1, 7, 64, 65 and 1000 with N and K off every block size") {

@@ -2,15 +2,23 @@
 // elementwise, row and reduction kernels and the optimizer steps must not depend on that
 // number at all: each of those runs with 1 thread and with several, and the results must be
 // bit-identical. The GEMMs cut their tiles by the thread count (ops/cpu/gemm_tiled.h: one
-// tile on one thread, about two per thread on several), so for them only the first holds:
-// the same bits on repeated runs with 1, 2, 3 and 8 threads (tests/ops/test_gemm_tiled.cpp
-// bounds the difference between thread counts). (A build without OpenMP runs everything on
-// one thread: nothing to compare.)
+// tile on one thread, the grid a cost model picks on several), so for them only the first
+// holds: the same bits on repeated runs with 1, 2, 3 and 8 threads
+// (tests/ops/test_gemm_tiled.cpp bounds the difference between thread counts). Last, the
+// parallel regions keep the OpenMP team whole, so no thread exits or starts between them.
+// (A build without OpenMP runs everything on one thread: nothing to compare.)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "ops/cpu/gemm_tiled.h"
+#include "ops/cpu/parallel.h"
 #include "testing.h"
 #include "thread_count_guard.h"
 
@@ -168,6 +176,100 @@ TEST_CASE("the fused optimizer steps give the same bits with 1 thread and with s
         return cat({param.contiguous().flatten(), buf.flatten()}, 0);
       });
     }
+  }
+}
+
+namespace {
+
+// The operating system's ids of the threads of a region of the whole team.
+std::set<long> team_thread_ids() {
+  std::set<long> ids;
+#pragma omp parallel
+  {
+    const long id = static_cast<long>(syscall(SYS_gettid));
+#pragma omp critical(kiln_test_team_ids)
+    ids.insert(id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("GEMMs and chunked loops with less work than threads keep the team: no thread exits or starts") {
+  // libgomp lets the threads beyond a smaller team exit and starts new ones for the next
+  // larger team (1.4 ms a pair on a 16-core host); Kiln's regions always take the whole team.
+  const ThreadCountGuard guard;
+  omp_set_num_threads(4);
+  manual_seed(95);
+  const std::set<long> before = team_thread_ids();
+  REQUIRE(before.size() == 4);
+  // A chunked loop of 2 chunks on 4 threads: each index once.
+  const int64_t total = 2 * cpu::kGrainCheap + 5;
+  REQUIRE(cpu::parallel_chunks(total, cpu::kGrainCheap) == 2);
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(total));
+  cpu::parallel_for(total, cpu::kGrainCheap, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) seen[static_cast<size_t>(i)].fetch_add(1);
+  });
+  for (const auto& count : seen) REQUIRE(count.load() == 1);
+  CHECK(team_thread_ids() == before);
+  // A product the grid cuts into 2 or 3 tiles on 4 threads, through linear, against float64.
+  const int64_t M = 64, K = 128, N = 96;
+  const cpu::TileGrid grid = cpu::gemm_tile_grid<float>(M, N, K, 4);
+  const int64_t tiles = grid.rows.count * grid.cols.count;
+  CAPTURE(tiles);
+  REQUIRE(tiles > 1);
+  REQUIRE(tiles < 4);
+  // Positive values: no cancellation, so float32's tolerance holds for any summation order.
+  const Tensor x = random({M, K}, kFloat32, 0.0, 1.0), w = random({N, K}, kFloat32, 0.0, 1.0);
+  const Tensor b = random({N}, kFloat32, 0.0, 1.0);
+  check_close(linear(x, w, b), reference_linear(x, w, b), {M, N});
+  CHECK(team_thread_ids() == before);
+  // An elementwise op above its grain with fewer chunks than threads.
+  const Tensor v = random({2 * cpu::kGrainTranscendental + 7}, kFloat32);
+  REQUIRE(cpu::parallel_chunks(v.numel(), cpu::kGrainTranscendental) == 2);
+  (void)exp(v);
+  CHECK(team_thread_ids() == before);
+}
+
+TEST_CASE("a training step of the Fashion-MNIST MLP on 4 threads keeps the team: no thread exits or starts") {
+  // Every op of the issue-14 step (784-256-128-10 GELU MLP, batch 256, cross-entropy, the
+  // backward pass, AdamW): one op forking a smaller team would cost each step milliseconds on
+  // a many-core host.
+  const ThreadCountGuard guard;
+  omp_set_num_threads(4);
+  manual_seed(96);
+  const std::vector<int64_t> widths{784, 256, 128, 10};
+  std::vector<Tensor> params, avgs, sqs;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    params.push_back(random({widths[l + 1], widths[l]}, kFloat32, -0.05, 0.05).requires_grad_());
+    params.push_back(random({widths[l + 1]}, kFloat32, -0.05, 0.05).requires_grad_());
+  }
+  for (const Tensor& p : params) {
+    avgs.push_back(zeros(p.sizes()));
+    sqs.push_back(zeros(p.sizes()));
+  }
+  const Tensor x = random({256, 784}, kFloat32, 0.0, 1.0), target = random({256}, kInt64, 0, 10);
+  const std::set<long> before = team_thread_ids();
+  REQUIRE(before.size() == 4);
+  AdamConfig config;
+  config.lr = 1e-3;
+  config.weight_decay = 0.01;
+  for (int step = 1; step <= 2; ++step) {
+    CAPTURE(step);
+    Tensor h = x;
+    for (size_t l = 0; l < 3; ++l) {
+      h = linear(h, params[2 * l], params[2 * l + 1]);
+      if (l < 2) h = gelu(h);
+    }
+    const Tensor loss = cross_entropy(h, target);
+    for (Tensor& p : params) p.set_grad(Tensor());
+    loss.backward();
+    for (size_t i = 0; i < params.size(); ++i) {
+      REQUIRE(params[i].grad().defined());
+      const NoGradGuard no_grad;
+      _fused_adamw_(params[i], params[i].grad(), avgs[i], sqs[i], Tensor(), static_cast<double>(step), config);
+    }
+    CHECK(team_thread_ids() == before);
   }
 }
 
