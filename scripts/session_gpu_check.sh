@@ -132,7 +132,7 @@ if has cpudiag && [ -n "${FM:-}" ]; then
 fi
 if has cpu; then
   nproc_all=$(nproc)
-  timeout 400 python3 bench/cpu_vs_torch.py --build $B --threads 1,$nproc_all --repeats 11 --torch-python python3 \
+  timeout 400 python3 bench/cpu_vs_torch.py --build $B --threads 1,$nproc_all --repeats 11 --torch-python python3 ${CPU_ARGS:-} \
     ${FM:+--fashion-mnist $FM} > "$OUT/cpu.txt" 2>&1; say "cpu_vs_torch rc=$? at $(date +%T)"
   timeout 300 python3 bench/cpu_elementwise_vs_torch.py --binary $B/bench/cpu_elementwise --threads 1,$nproc_all \
     >> "$OUT/cpu.txt" 2>&1; say "cpu_elementwise_vs_torch rc=$? at $(date +%T)"
