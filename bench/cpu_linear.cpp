@@ -40,9 +40,8 @@ std::string option(int argc, char** argv, int from, const char* name, const std:
   return fallback;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The benchmark itself; main() turns its errors into a message and exit status 2.
+int run(int argc, char** argv) {
   const std::string mode = argc >= 2 ? argv[1] : "";
   if (mode == "calibrate") {
     bench::calibrate_tiles(std::stoi(option(argc, argv, 2, "--repeats", "7")));
@@ -90,4 +89,15 @@ int main(int argc, char** argv) {
   const double cpu_ms = (process_cpu_seconds() - cpu0) * 1e3 / (repeats + 1);
   fmt::print("median_ms {:.4f} threads {} cpu_ms_per_call {:.4f}\n", turns.median_ns("linear") * 1e-6, threads, cpu_ms);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a usage or library error: say it, no abort
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  }
 }
