@@ -311,6 +311,11 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
   TileGrid best{Split{M, 8, 1}, Split{N, mr, 1}};
   if (threads <= 1) return best;
   double best_cost = gemm_grid_cost_ns<T>(K, best, threads);
+  // Every grid of several tiles costs more than its region's fork and join alone (each tile
+  // call costs call_ns > 0): when the whole product costs no more than that, none can win,
+  // and the small products of an eager step skip the search.
+  const GemmCostModel& m = gemm_cost_model<T>();
+  if (best_cost <= m.fork_ns + m.fork_thread_ns * static_cast<double>(threads)) return best;
   // More than a few tiles per thread only adds packing and calls; the search stays small
   // (about 4 T ln(4 T) grids, a microsecond at T = 16).
   const int64_t max_tiles = 4 * static_cast<int64_t>(threads);

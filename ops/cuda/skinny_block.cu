@@ -28,6 +28,7 @@
 
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
+#include "device_facts.h"
 #include "skinny_block_kernel.cuh"
 #include "skinny_tensor_map.h"
 #include "skinny_wgmma.h"
@@ -37,7 +38,6 @@ namespace kiln::cuda_kernels {
 namespace skinny {
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr int64_t kMaxSize = int64_t{1} << 20;  // keeps every index and byte count well inside 32/64 bits
 
 using BlockKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, BlockParams);
@@ -53,42 +53,29 @@ struct BlockFacts {
   int ctas_per_sm = 0;  ///< resident CTAs of the kernel per SM
 };
 
-const BlockFacts& block_facts(int device) {
-  static std::array<BlockFacts, kMaxDevices> facts;
-  static std::array<std::once_flag, kMaxDevices> once;
-  std::call_once(once[static_cast<size_t>(device)], [device] {
-    BlockFacts& f = facts[static_cast<size_t>(device)];
-    if (!skinny_wgmma_ready()) return;  // compute capability 9.0, the sm_90a image, the driver's encoder
-    int sms = 0, per_sm = 0;
-    for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
-      if (cudaFuncSetAttribute(block_kernel_of(t), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               BlockTile::kSmemBytes) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return;
-      }
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_kernel_of(SkinnyType::BFloat16),
-                                                      BlockTile::kThreads, BlockTile::kSmemBytes) != cudaSuccess) {
+/// Fills `f` for `device` (once per device: current_device_facts), raising the kernels' shared-memory limit.
+void find_block_facts(int device, BlockFacts& f) {
+  if (!skinny_wgmma_ready()) return;  // compute capability 9.0, the sm_90a image, the driver's encoder
+  int sms = 0, per_sm = 0;
+  for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
+    if (cudaFuncSetAttribute(block_kernel_of(t), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             BlockTile::kSmemBytes) != cudaSuccess) {
       (void)cudaGetLastError();
       return;
     }
-    f.sms = sms;
-    f.ctas_per_sm = per_sm;
-    f.ready = per_sm > 0;
-  });
-  return facts[static_cast<size_t>(device)];
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, block_kernel_of(SkinnyType::BFloat16),
+                                                    BlockTile::kThreads, BlockTile::kSmemBytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  f.sms = sms;
+  f.ctas_per_sm = per_sm;
+  f.ready = per_sm > 0;
 }
 
-const BlockFacts* current_block_facts() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (device < 0 || device >= kMaxDevices) return nullptr;
-  const BlockFacts& f = block_facts(device);
-  return f.ready ? &f : nullptr;
-}
+/// The current device's facts, or null when it cannot run the block kernel.
+const BlockFacts* current_block_facts() { return current_device_facts<BlockFacts>(find_block_facts); }
 
 /// The split and workspace layout for one set of sizes (already within [1, kMaxSize]).
 struct BlockPlan {

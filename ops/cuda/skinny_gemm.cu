@@ -30,6 +30,7 @@
 
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
+#include "device_facts.h"
 #include "skinny_gemm_kernel.cuh"
 #include "skinny_wgmma.h"
 
@@ -38,7 +39,6 @@ namespace kiln::cuda_kernels {
 namespace skinny {
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr int kBlockN = 64;  // rows of w per CTA (4 warps along them)
 // Warps sharing each k block: 2 (8 warps per CTA) measured at least as fast as 4 (16 warps,
 // one CTA per SM, so 8-CTA clusters no longer fit in one wave): docs/notes/skinny_gemm.md.
@@ -135,62 +135,47 @@ int resident_clusters(const Launch& l, int split) {
 }
 
 /// The facts of `device`, and every kernel's shared-memory limit raised there (once).
-const DeviceFacts& device_facts(int device) {
-  static std::array<DeviceFacts, kMaxDevices> facts;
-  static std::array<std::once_flag, kMaxDevices> once;
-  std::call_once(once[static_cast<size_t>(device)], [device] {
-    DeviceFacts& f = facts[static_cast<size_t>(device)];
-    int major = 0, sms = 0, max_smem = 0;
-    cudaFuncAttributes attributes{};
-    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
-                    cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-                        cudaSuccess &&
-                    major >= 8 &&
-                    cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) ==
-                        cudaSuccess;
-    (void)cudaGetLastError();  // a missing image leaves its error behind
-    if (!ok) return;
-    for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
-      for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
-        for (int bm : {16, 32, 64, 128})
-          for (int wk : {2, 4}) {
-            const Launch l = pick(t, e, bm, wk);
-            if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
-            if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
-              (void)cudaGetLastError();
-              return;
-            }
-          }
-    f.sms = sms;
-    f.max_smem = max_smem;
-    f.clusters = major >= 9;
-    if (f.clusters) {
-      // The GELU kernels use the most registers: their residency bounds the others'.
+void find_device_facts(int device, DeviceFacts& f) {
+  int major = 0, sms = 0, max_smem = 0;
+  cudaFuncAttributes attributes{};
+  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+                      cudaSuccess &&
+                  major >= 8 &&
+                  cudaFuncGetAttributes(&attributes, skinny_gemm_kernel<__nv_bfloat16, kBlockN, 64, kWarpsK>) ==
+                      cudaSuccess;
+  (void)cudaGetLastError();  // a missing image leaves its error behind
+  if (!ok) return;
+  for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
+    for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
       for (int bm : {16, 32, 64, 128})
         for (int wk : {2, 4}) {
-          const Launch l = pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm, wk);
-          for (int split = 2; split <= kMaxSplit; ++split)
-            f.max_clusters[static_cast<size_t>(bm_index(bm))][wk == 4 ? 1 : 0][static_cast<size_t>(split - 1)] =
-                l.smem <= max_smem ? resident_clusters(l, split) : 0;
+          const Launch l = pick(t, e, bm, wk);
+          if (l.smem > max_smem) continue;  // (a part with less shared memory): supported() declines it
+          if (cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+          }
         }
-    }
-    f.ready = true;
-  });
-  return facts[static_cast<size_t>(device)];
+  f.sms = sms;
+  f.max_smem = max_smem;
+  f.clusters = major >= 9;
+  if (f.clusters) {
+    // The GELU kernels use the most registers: their residency bounds the others'.
+    for (int bm : {16, 32, 64, 128})
+      for (int wk : {2, 4}) {
+        const Launch l = pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm, wk);
+        for (int split = 2; split <= kMaxSplit; ++split)
+          f.max_clusters[static_cast<size_t>(bm_index(bm))][wk == 4 ? 1 : 0][static_cast<size_t>(split - 1)] =
+              l.smem <= max_smem ? resident_clusters(l, split) : 0;
+      }
+  }
+  f.ready = true;
 }
 
 /// The current device's facts, or null when there is none usable.
-const DeviceFacts* current_facts() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (device < 0 || device >= kMaxDevices) return nullptr;
-  const DeviceFacts& f = device_facts(device);
-  return f.ready ? &f : nullptr;
-}
+const DeviceFacts* current_facts() { return current_device_facts<DeviceFacts>(find_device_facts); }
 
 /// The grid of a call: tiles, split and k blocks per rank.
 struct Plan {

@@ -38,6 +38,7 @@
 
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
+#include "device_facts.h"
 #include "skinny_wgmma_kernel.cuh"
 #include "skinny_tensor_map.h"
 #include "sm90_tensor_map.h"
@@ -47,7 +48,6 @@ namespace kiln::cuda_kernels {
 namespace skinny {
 namespace {
 
-constexpr int kMaxDevices = 64;
 constexpr int kBlockK = 64;
 constexpr int kThreads = 128;
 static_assert(WgTile<64, 16>::kThreads == kThreads && WgTile<128, 128>::kThreads == kThreads, "one warpgroup");
@@ -132,63 +132,48 @@ int wg_resident_clusters(const WgLaunch& l, int split) {
   return clusters;
 }
 
-const WgFacts& wg_facts(int device) {
-  static std::array<WgFacts, kMaxDevices> facts;
-  static std::array<std::once_flag, kMaxDevices> once;
-  std::call_once(once[static_cast<size_t>(device)], [device] {
-    WgFacts& f = facts[static_cast<size_t>(device)];
-    int major = 0, minor = 0, sms = 0, max_smem = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
-        major != 9 || minor != 0 || sm90::encode_tiled() == nullptr) {
-      (void)cudaGetLastError();
-      return;
-    }
-    // An image with the sm_90a body has the mbarriers in static shared memory; an empty body none.
-    cudaFuncAttributes attributes{};
-    if (cudaFuncGetAttributes(&attributes, wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 64).kernel) !=
-            cudaSuccess ||
-        attributes.sharedSizeBytes == 0) {
-      (void)cudaGetLastError();
-      return;
-    }
-    for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
-      for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
-        for (int bn : {64, 128})
-          for (int bm : {16, 32, 64, 128}) {
-            const WgLaunch l = wg_pick(t, e, bn, bm);  // any ring depth up to the deepest may run
-            if (l.max_smem > max_smem ||
-                cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem) != cudaSuccess) {
-              (void)cudaGetLastError();
-              return;
-            }
+void find_wg_facts(int device, WgFacts& f) {
+  int major = 0, minor = 0, sms = 0, max_smem = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      major != 9 || minor != 0 || sm90::encode_tiled() == nullptr) {
+    (void)cudaGetLastError();
+    return;
+  }
+  // An image with the sm_90a body has the mbarriers in static shared memory; an empty body none.
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 64).kernel) !=
+          cudaSuccess ||
+      attributes.sharedSizeBytes == 0) {
+    (void)cudaGetLastError();
+    return;
+  }
+  for (SkinnyType t : {SkinnyType::BFloat16, SkinnyType::Float16})
+    for (SkinnyEpilogue e : {SkinnyEpilogue::Bias, SkinnyEpilogue::GeluExact, SkinnyEpilogue::GeluTanh})
+      for (int bn : {64, 128})
+        for (int bm : {16, 32, 64, 128}) {
+          const WgLaunch l = wg_pick(t, e, bn, bm);  // any ring depth up to the deepest may run
+          if (l.max_smem > max_smem ||
+              cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
           }
-    for (int bn : {64, 128})
-      for (int bm : {16, 32, 64, 128}) {
-        const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
-        for (int split = 1; split <= kMaxSplit; ++split)
-          f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
-              wg_resident_clusters(l, split);
-      }
-    f.sms = sms;
-    f.ready = true;
-  });
-  return facts[static_cast<size_t>(device)];
+        }
+  for (int bn : {64, 128})
+    for (int bm : {16, 32, 64, 128}) {
+      const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
+      for (int split = 1; split <= kMaxSplit; ++split)
+        f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
+            wg_resident_clusters(l, split);
+    }
+  f.sms = sms;
+  f.ready = true;
 }
 
 /// The current device's facts, or null when it cannot run the kernel.
-const WgFacts* wg_current_facts() {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (device < 0 || device >= kMaxDevices) return nullptr;
-  const WgFacts& f = wg_facts(device);
-  return f.ready ? &f : nullptr;
-}
+const WgFacts* wg_current_facts() { return current_device_facts<WgFacts>(find_wg_facts); }
 
 }  // namespace
 }  // namespace skinny
