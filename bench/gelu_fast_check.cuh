@@ -1,8 +1,8 @@
 // gelu_fast (ops/cuda/gelu_fast.cuh) on every one of the 65536 inputs of bfloat16 and float16,
 // against float64, on the GPU: the same criteria as tests/cuda/test_cuda_basics.cpp's check of
 // the unary op (correctly rounded or one unit in the last place off; a true value below the
-// type's smallest normal may be flushed), for the shipped fit and Numerical Recipes' degree-9
-// one, plus the worst relative error of the float result. Part of the sm_90a benchmark harness
+// type's smallest normal may be flushed), for the shipped fits, v5-v7's degree-5 one and Numerical
+// Recipes' degree-9 one, plus the worst relative error of the float result. Part of the sm_90a benchmark harness
 // (bench/sm90_linear_gelu_check.cu, mode `gelu`), which needs no Kiln build; the conversions
 // are the explicit intrinsics (round to nearest), so nothing but gelu_fast is under test.
 #pragma once
@@ -21,17 +21,17 @@
 
 namespace kiln_bench {
 
-/// out[i] = gelu_fast<Degree>(in[i]) rounded to T (bit patterns), wide[i] the float result.
-template <typename T, int Degree>
+/// out[i] = gelu_fast<T, F>(in[i]) rounded to T (bit patterns), wide[i] the float result.
+template <typename T, kiln::cuda_kernels::GeluFit F>
 __global__ void gelu_every_value_kernel(const uint16_t* in, uint16_t* out, float* wide) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= 65536) return;
   float g;
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    g = kiln::cuda_kernels::gelu_fast<Degree>(__bfloat162float(__ushort_as_bfloat16(in[i])));
+    g = kiln::cuda_kernels::gelu_fast<T, F>(__bfloat162float(__ushort_as_bfloat16(in[i])));
     out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
   } else {
-    g = kiln::cuda_kernels::gelu_fast<Degree>(__half2float(__ushort_as_half(in[i])));
+    g = kiln::cuda_kernels::gelu_fast<T, F>(__half2float(__ushort_as_half(in[i])));
     out[i] = __half_as_ushort(__float2half_rn(g));
   }
   wide[i] = g;
@@ -51,11 +51,14 @@ uint16_t bits_of(float v) {
   else return __half_as_ushort(__float2half_rn(v));
 }
 
-/// Checks gelu_fast<Degree> on all inputs of T; prints one RESULT line; 0 when none is off by
+/// Checks gelu_fast<T, F> on all inputs of T; prints one RESULT line; 0 when none is off by
 /// more than one unit in the last place (or, below the smallest normal, above it), 1 otherwise.
-template <typename T, int Degree>
+template <typename T, kiln::cuda_kernels::GeluFit F>
 int gelu_every_value_of() {
   const char* name = std::is_same_v<T, __nv_bfloat16> ? "bf16" : "f16";
+  const char* fit = F == kiln::cuda_kernels::GeluFit::Shipped   ? "shipped"
+                    : F == kiln::cuda_kernels::GeluFit::Degree5 ? "degree 5"
+                                                                : "degree 9";
   std::vector<uint16_t> in(65536), out(65536);
   std::vector<float> wide(65536);
   for (uint32_t b = 0; b < 65536; ++b) in[b] = static_cast<uint16_t>(b);
@@ -65,7 +68,7 @@ int gelu_every_value_of() {
             cudaMalloc(&dwide, 4 * 65536) == cudaSuccess &&
             cudaMemcpy(din, in.data(), 2 * 65536, cudaMemcpyHostToDevice) == cudaSuccess;
   if (ok) {
-    gelu_every_value_kernel<T, Degree><<<256, 256>>>(din, dout, dwide);
+    gelu_every_value_kernel<T, F><<<256, 256>>>(din, dout, dwide);
     ok = cudaGetLastError() == cudaSuccess &&
          cudaMemcpy(out.data(), dout, 2 * 65536, cudaMemcpyDeviceToHost) == cudaSuccess &&
          cudaMemcpy(wide.data(), dwide, 4 * 65536, cudaMemcpyDeviceToHost) == cudaSuccess;
@@ -74,7 +77,7 @@ int gelu_every_value_of() {
   cudaFree(dout);
   cudaFree(dwide);
   if (!ok) {
-    std::printf("RESULT gelu (degree %d) %s: CUDA error\n", Degree, name);
+    std::printf("RESULT gelu (%s fit) %s: CUDA error\n", fit, name);
     return 1;
   }
   const double smallest_normal = std::is_same_v<T, __nv_bfloat16> ? 0x1p-126 : 0x1p-14;
@@ -108,18 +111,19 @@ int gelu_every_value_of() {
     }
     off_by_one += d == 1 ? 1 : 0;
   }
-  std::printf("RESULT gelu (degree %d) %s: %lld of 65536 more than 1 ulp off, %lld one ulp off, %lld true values "
+  std::printf("RESULT gelu (%s fit) %s: %lld of 65536 more than 1 ulp off, %lld one ulp off, %lld true values "
               "below the smallest normal not correctly rounded; worst float relative error %.2e at x = %.6g\n",
-              Degree, name, static_cast<long long>(bad), static_cast<long long>(off_by_one),
+              fit, name, static_cast<long long>(bad), static_cast<long long>(off_by_one),
               static_cast<long long>(below_normal_inexact), worst_rel, worst_at);
   return bad == 0 ? 0 : 1;
 }
 
-/// Both types, the shipped fit and the degree-9 one; 0 when every check passes.
+/// Both types, every fit; 0 when every check passes.
 inline int gelu_fast_every_value() {
-  using kiln::cuda_kernels::kGeluFastDegree;
-  return gelu_every_value_of<__nv_bfloat16, kGeluFastDegree>() | gelu_every_value_of<__half, kGeluFastDegree>() |
-         gelu_every_value_of<__nv_bfloat16, 9>() | gelu_every_value_of<__half, 9>();
+  using kiln::cuda_kernels::GeluFit;
+  return gelu_every_value_of<__nv_bfloat16, GeluFit::Shipped>() | gelu_every_value_of<__half, GeluFit::Shipped>() |
+         gelu_every_value_of<__nv_bfloat16, GeluFit::Degree5>() | gelu_every_value_of<__half, GeluFit::Degree5>() |
+         gelu_every_value_of<__nv_bfloat16, GeluFit::Nr9>() | gelu_every_value_of<__half, GeluFit::Nr9>();
 }
 
 }  // namespace kiln_bench

@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..vg>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..vk>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize [0,1,...]              a few small calls of every variant, or of those listed
@@ -9,7 +9,7 @@
 //                                         GEMM, GEMM+bias, GEMM+GELU_BIAS (tanh) and GEMM+bias then a
 //                                         separate exact-GELU kernel, rotating weight sets.
 // Variants (16-bit outputs through TMA stores; 128x256 cooperative, 128x128 ping-pong tiles;
-// gelu_fast's shipped degree-5 fit unless said):
+// gelu_fast's shipped fit unless said: since v8 per type, degree 2 for bf16, 3 for f16):
 // v0 the shipped one (v5 of docs/notes/sm90_linear_gelu.md): cooperative, GELU in the
 // consumers' registers chunk by chunk just before each half-tile store chunk, 4 stages;
 // v1 cooperative, GELU offloaded to the producer warpgroup's spare warps, 3 stages; v2
@@ -17,7 +17,7 @@
 // v4 = v1 and v5 = v3 in clusters of 2; v6 cooperative, 3 stages, each tile's GELU and out
 // stores interleaved with the next tile's wgmma (the CTA's last tile in registers); v7 the
 // configuration shipped before v5 (the whole tile's GELU, then its two store chunks, degree-9
-// fit); v8 = v0 with the degree-9 fit; v9 = v7 with the degree-5 fit; (v6 of the notes) va
+// fit); v8 = v0 with the degree-9 fit; v9 = v7 with the shipped fit; (v6 of the notes) va
 // ping-pong with 64 x 256 tiles, GELU chunk by chunk before each quarter-tile store, 5 stages;
 // vb = va in clusters of 2 (w multicast); vc ping-pong 64 x 256, whole-tile staging (the whole
 // tile's GELU, then one store), 4 stages; vd = vc in clusters of 2; ve = va and vf = vb with
@@ -25,7 +25,8 @@
 // vh = va with each chunk stored by st.global.v4 from the staging buffer instead of a TMA store;
 // vi = va with the GELU applied to the staged, T-rounded pre-activation in a rolled chunk loop
 // (one copy of the GELU's code), TMA stores (run 10 also had vj = vi with vh's stores: slower,
-// and it spills 4 bytes once the edge stores stay in registers, so it is gone);
+// and it spills 4 bytes once the edge stores stay in registers, so it is gone); (v8) vj = va and
+// vk = v0 with v5-v7's degree-5 fit in its own instruction sequence (the library before v8);
 //   check profile [0,a,...]                in-kernel clock64/globaltimer profile at the two target
 //                                         shapes (SM clock, mainloop/epilogue/turn-wait cycles per
 //                                         tile) of each variant, full, no GELU, no epilogue;
@@ -71,8 +72,10 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 19;
-constexpr int kShippedFit = kiln::cuda_kernels::kGeluFastDegree;
+constexpr int kNumVariants = 21;
+constexpr auto kShippedFit = kiln::cuda_kernels::GeluFit::Shipped;
+constexpr auto kNr9 = kiln::cuda_kernels::GeluFit::Nr9;
+constexpr auto kDegree5 = kiln::cuda_kernels::GeluFit::Degree5;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -82,8 +85,8 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 2, Epilogue::Offload},
                                                {Schedule::Pingpong, 2, Epilogue::Registers},
                                                {Schedule::Cooperative, 1, Epilogue::Interleaved},
-                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked, 16, 9},
-                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, 9},
+                                               {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked, 16, kNr9},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kNr9},
                                                {Schedule::Cooperative, 1, Epilogue::RegistersUnchunked},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers},
                                                {Schedule::Pingpong64, 2, Epilogue::Registers},
@@ -94,7 +97,9 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 2},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, true},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
-                                                true}};
+                                                true},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kDegree5},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kDegree5}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
@@ -104,7 +109,8 @@ const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3
                                            "pp64 4st whole-tile",         "pp64 c2 4st whole-tile",
                                            "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
                                            "coop 4st chunked 2 in flight", "pp64 5st direct stores",
-                                           "pp64 5st staged GELU"};
+                                           "pp64 5st staged GELU",        "v7's va: pp64 5st chunked deg-5",
+                                           "v7's v0: coop 4st chunked deg-5"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;
@@ -427,7 +433,7 @@ int main(int argc, char** argv) {
   if (mode == "abtest") return abtest(variant_list("0,a"));
   if (mode == "once" && argc > 3 && variant_index(argv[2][0]) >= 0) return once(variant_index(argv[2][0]), std::atoi(argv[3]));
   std::fprintf(stderr,
-               "usage: %s correct <dispatch|v0..v9|va..vj|full0..fullj> | sanitize [0,1,...,j] | gelu | bench "
+               "usage: %s correct <dispatch|v0..v9|va..vk|full0..fullk> | sanitize [0,1,...,k] | gelu | bench "
                "[0,1,...,j] | profile [0,a,...] | once <v> <skip>\n",
                argv[0]);
   return 2;

@@ -19,10 +19,10 @@ __global__ void gelu_inplace_kernel(T* p, int64_t n) {
     uint4 v = *reinterpret_cast<uint4*>(p + i);
     T* e = reinterpret_cast<T*>(&v);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) e[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(e[j])));
+    for (int j = 0; j < 8; ++j) e[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast<T>(static_cast<float>(e[j])));
     *reinterpret_cast<uint4*>(p + i) = v;
   } else {
-    for (int64_t j = i; j < n; ++j) p[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast(static_cast<float>(p[j])));
+    for (int64_t j = i; j < n; ++j) p[j] = static_cast<T>(kiln::cuda_kernels::gelu_fast<T>(static_cast<float>(p[j])));
   }
 }
 __global__ void gelu_inplace_f32(float* p, int64_t n) {
@@ -353,21 +353,41 @@ int profile(const std::vector<int>& variants) {
   return 0;
 }
 
-/// The target shapes with cuBLASLt (plain, +bias), the dispatch and `variants` taking turns:
-/// rounds of 10 timed launches per contender, so that the clock of the power-capped card, which
-/// drifts over a run, weighs on every contender alike; the median of each one's launches.
+/// The bf16 shapes abtest runs: the two targets, or those of ABTEST_SHAPES ("MxKxN,MxKxN,...").
+std::vector<std::tuple<int64_t, int64_t, int64_t>> abtest_shapes() {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  const char* list = std::getenv("ABTEST_SHAPES");
+  for (const char* p = list; p != nullptr && *p != '\0';) {
+    long long m = 0, k = 0, n = 0;
+    int used = 0;
+    if (std::sscanf(p, "%lldx%lldx%lld%n", &m, &k, &n, &used) != 3 || m <= 0 || k <= 0 || n <= 0) {
+      std::fprintf(stderr, "ABTEST_SHAPES: want MxKxN[,MxKxN...], got '%s'\n", p);
+      std::exit(2);
+    }
+    shapes.emplace_back(m, k, n);
+    p += used;
+    if (*p == ',') ++p;
+  }
+  if (shapes.empty()) shapes = {{4096, 1024, 4096}, {8192, 4096, 16384}};
+  return shapes;
+}
+
+/// The target shapes (or ABTEST_SHAPES) with cuBLASLt (plain, +bias), the dispatch and
+/// `variants` taking turns: rounds of 10 timed launches per contender, so that the clock of the
+/// power-capped card, which drifts over a run, weighs on every contender alike; the median of
+/// each one's launches.
 int abtest(const std::vector<int>& variants) {
   LtGemm lt;
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{4096, 1024, 4096}, {8192, 4096, 16384}}) {
+  for (auto [m, k, n] : abtest_shapes()) {
     ShapeBuffers b(m, k, n);
     const auto plain = lt.plan(Sm90GemmType::BFloat16, m, n, k, CUBLASLT_EPILOGUE_DEFAULT, nullptr);
     const auto with_bias = lt.plan(Sm90GemmType::BFloat16, m, n, k, CUBLASLT_EPILOGUE_BIAS, b.bias);
     std::vector<std::string> names = {"cuBLASLt GEMM", "cuBLASLt GEMM+bias", "Kiln sm90 (dispatch)"};
     for (int v : variants) names.push_back(kVariantNames[v]);
     std::vector<std::vector<float>> times(names.size());
-    const int rounds = m == 8192 ? 8 : 20, per_round = 10;
+    const int rounds = m * n * k >= (int64_t{1} << 38) ? 8 : 20, per_round = 10;
     std::vector<cudaEvent_t> ev(2 * per_round);
     for (auto& e : ev) CK(cudaEventCreate(&e));
     int counter = 0;

@@ -79,7 +79,7 @@ template <typename T, bool kTanh>
 struct GeluOf {
   __device__ __forceinline__ T operator()(T h) const {
     if constexpr (kTanh) return narrow<T>(math::GeluTanh{}(widen(h)));
-    else if constexpr (is_half_v<T>) return narrow<T>(gelu_fast(widen(h)));
+    else if constexpr (is_half_v<T>) return narrow<T>(gelu_fast<T>(widen(h)));
     else return narrow<T>(math::Gelu{}(widen(h)));
   }
 };

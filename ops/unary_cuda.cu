@@ -2,20 +2,21 @@
 // kernels call, computed in float for the 16-bit types.
 // One deliberate, device-only exception, for speed: the exact GELU of float16/bfloat16
 // (gelu_fast, in ops/cuda/gelu_fast.cuh, shared with the fused linear+GELU epilogues) evaluates
-// erfc with a rational-exponential fit (degree 5 in t = 1/(1 + z/2): 7.6e-6 relative error,
-// far below the 16-bit result's rounding, 2^-11 at best) in ~16 instructions where erff takes
-// ~30 plus a branch. With erff the bfloat16 kernel was bound by arithmetic at 73% of copy
-// bandwidth; with a fit in base 2 and the hardware's flush-to-zero reciprocal and exp2 it runs
-// at ~88% (measured with the earlier degree-9 fit). Checked on an H200 over all 65536 inputs of
-// each type against float64 (bench/sm90_linear_gelu_check.cu, `gelu`): none is more than one
-// unit in the last place off; bfloat16: 1 result one unit off, 132 true values below 2^-126
-// flushed or not correctly rounded; float16: 235 one unit off, 161 true values below 2^-14
-// (subnormal results) not correctly rounded; worst relative error of the float result 2.0e-5,
-// in the far left tail where the rounding of z^2 in the exponent dominates. (The degree-9 fit
-// before it: 0 and 6 one unit off, worst 1.3e-5; it cost four more FMAs per element, which
-// the fused kernel's in-register epilogue felt: docs/notes/sm90_linear_gelu.md.) It stays in a device
-// header, not in unary_math.h: it is built on PTX instructions (approximate flush-to-zero exp2
-// and reciprocal) that the host has no bit-identical counterpart for, so a host copy would be
+// erfc with a rational-exponential fit in twelve instructions where erff takes ~30 plus a
+// branch: a fit per type, as short as the 16-bit result's rounding allows (bfloat16: degree 2,
+// 1.65e-3 relative error against its 2^-8 unit; float16: degree 3, 4.5e-5 against 2^-11), on
+// the hardware's flush-to-zero reciprocal and exp2, in base 2. With erff the bfloat16 kernel
+// was bound by arithmetic at 73% of copy bandwidth; the degree-9 fit took it to 88%, the
+// twelve-instruction one to 98% (BENCHMARKS.md 4 and 8). Checked on an H200 over all 65536
+// inputs of each type against float64 (bench/sm90_linear_gelu_check.cu, `gelu`, and
+// tests/cuda/test_cuda_basics.cpp): none is more than one unit in the last place off;
+// bfloat16: 462 results one unit off, 132 true values below 2^-126 flushed or not correctly
+// rounded; float16: 1605 one unit off, 858 true values below 2^-14 (subnormal results) not
+// correctly rounded. (The degree-5 fit before it: 1 and 235 one unit off, but three
+// instructions more per element, which the fused kernel's epilogue pays for:
+// docs/notes/sm90_linear_gelu.md, v8.) It stays in a device header, not in unary_math.h: it is
+// built on PTX instructions (approximate flush-to-zero exp2 and reciprocal) that the host has
+// no bit-identical counterpart for, so a host copy would be
 // a different function anyway; the CPU keeps the exact erf formula, as PyTorch's CPU kernel
 // does. float32 and float64 GELU run the shared exact formula here too.
 #include "../tensor/dtype_dispatch.h"
@@ -29,14 +30,15 @@ namespace kiln::cuda_kernels {
 
 namespace {
 
-// gelu_fast as a formula functor.
+// gelu_fast as a formula functor, with the fit for T.
+template <typename T>
 struct GeluFast16 {
-  __device__ __forceinline__ float operator()(float x) const { return gelu_fast(x); }
+  __device__ __forceinline__ float operator()(float x) const { return gelu_fast<T>(x); }
 };
 
 // The formula the kernel for element type T runs: F, except the 16-bit GELU fast path.
 template <typename T, typename F>
-using DeviceFormula = std::conditional_t<is_half_v<T> && std::is_same_v<F, math::Gelu>, GeluFast16, F>;
+using DeviceFormula = std::conditional_t<is_half_v<T> && std::is_same_v<F, math::Gelu>, GeluFast16<T>, F>;
 
 template <typename T, typename F>
 struct UnaryFn {

@@ -6,7 +6,7 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
-# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpu)
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe cpu)
 set -u
 OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
@@ -129,6 +129,31 @@ if has cpudiag && [ -n "${FM:-}" ]; then
   OMP_NUM_THREADS=16 timeout 60 $B/examples/train_fashion_mnist --device cpu --data "$FM" --epochs 1 --limit 16384 --profile \
     --checkpoint /tmp/cd.st 2>&1 | grep -E "kiln::|train_step" | head -12 >> "$C"
   cat "$C" >> "$S"; say "cpudiag done at $(date +%T)"
+fi
+if has cpuprobe; then
+  # Issue 17: one linear shape that a 16-thread cpu_linear process once ran several times slower
+  # than its grid alone (BENCHMARKS.md 9): each run's wall and CPU time per call with the
+  # process's page faults and context switches, under a few settings, beside the grids table.
+  nproc_all=$(nproc)
+  timeout 120 python3 - "$B/bench/cpu_linear" "$nproc_all" > "$OUT/cpuprobe.txt" 2>&1 <<'PY'
+import os, resource, subprocess, sys
+binary, threads = sys.argv[1], sys.argv[2]
+runs = []
+for shape in (["64", "4096", "1024"], ["64", "1024", "4096"]):
+    for extra in ({}, {}, {"OMP_WAIT_POLICY": "passive"}, {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824"},
+                  {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}):
+        runs.append((["linear"] + shape + ["--repeats", "21"], {"OMP_NUM_THREADS": threads, **extra}))
+    runs.append((["linear"] + shape + ["--repeats", "21"], {"OMP_NUM_THREADS": "1"}))
+runs.append((["grids", "64", "4096", "1024", "--layout", "nt"], {"OMP_NUM_THREADS": threads}))
+for args, extra in runs:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([binary] + args, env={**os.environ, **extra}, capture_output=True, text=True, timeout=60)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    d = lambda f: getattr(after, f) - getattr(before, f)
+    print(" ".join(args), extra, "|", out.stdout.strip()[-1500:], out.stderr.strip()[-300:], "| minflt", d("ru_minflt"),
+          "majflt", d("ru_majflt"), "vol_cs", d("ru_nvcsw"), "invol_cs", d("ru_nivcsw"), flush=True)
+PY
+  say "cpuprobe rc=$? at $(date +%T)"; cat "$OUT/cpuprobe.txt" >> "$S"
 fi
 if has cpu; then
   nproc_all=$(nproc)

@@ -51,6 +51,14 @@ if command -v cuobjdump > /dev/null; then
     echo "HMMA lines (should be 0): $(grep -c ' HMMA' /tmp/sm90.sass)"
     echo "UTMALDG lines: $(grep -c UTMALDG /tmp/sm90.sass)"
     echo "local memory (LDL/STL) lines: $(grep -cE 'LDL|STL' /tmp/sm90.sass)"
+    # gelu_fast's cost per element: the instructions of each fit's exhaustive-check kernel (the
+    # same load, convert, round and store around every fit), then the bf16 shipped and degree-5
+    # ones' instructions.
+    awk '/Function :/ { f = ($3 ~ /gelu_every_value_kernel/) ? $3 : "" }
+         f != "" && /\/\*[0-9a-f]+\*\// && !/NOP/ { n[f]++ }
+         END { for (k in n) print "gelu check kernel instructions:", n[k], k }' /tmp/sm90.sass | sort -k5
+    awk '/Function :/ { p = ($3 ~ /gelu_every_value_kernel.*nv_bfloat16.*GeluFitE[01]E/); if (p) print $3 }
+         p && /\/\*[0-9a-f]+\*\// && !/NOP/ { sub(/;.*/, ""); print }' /tmp/sm90.sass
   } | tee "$OUT/sass.txt"
 fi
 

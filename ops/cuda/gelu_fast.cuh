@@ -1,16 +1,33 @@
 // gelu_fast: the exact (erf) GELU of float16/bfloat16 results on the GPU, computed in float
 // with an erfc fit on the hardware's approximate exp2 and reciprocal, for speed (the why, its
 // accuracy and the check over all 65536 inputs of each 16-bit type are in ops/unary_cuda.cu's
-// comment; bench/sm90_linear_gelu_check.cu's `gelu` mode runs that check on the GPU for both
-// fits below).
-// Shared by the unary gelu kernel, fused_linear_gelu's epilogue and the sm_90a linear+GELU
+// comment; bench/sm90_linear_gelu_check.cu's `gelu` mode runs that check on the GPU for every
+// fit below).
+// Shared by the unary gelu kernel, fused_linear_gelu's epilogues and the sm_90a linear+GELU
 // kernel's epilogue (sm90_epilogue.cuh), so a fused 16-bit GELU rounds exactly as the unfused
 // one. Device code only; float32/float64 keep unary_math.h's exact formula.
+//
+// Why so few instructions matter: in the sm_90a kernel's ping-pong every epilogue instruction
+// costs the other consumer's wgmma mainloop about a cycle (docs/notes/sm90_linear_gelu.md,
+// v7), so the fit is chosen per type as short as the type's rounding allows (v8): ≤ 1 unit in
+// the last place needs a float result within one unit, 2^-8 relative for bfloat16 and 2^-11 for
+// float16; the fits below reach 1.65e-3 and 4.5e-5.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 namespace kiln::cuda_kernels {
+
+/// Which erfc fit gelu_fast evaluates.
+enum class GeluFit {
+  Shipped,  ///< the library's: per type, as short as its rounding allows (degree 2 / 3, v8)
+  Degree5,  ///< the one shipped from v5 to v7, in its own sequence (the harness compares it)
+  Nr9,      ///< Numerical Recipes' degree-9 erfcc, likewise (the fit before v5)
+};
 
 namespace gelu_fast_detail {
 
@@ -26,53 +43,88 @@ __device__ __forceinline__ float reciprocal_approx_ftz(float x) {
   return r;
 }
 
-// The form of Numerical Recipes' erfcc, erfc(z) = t exp(-z^2 + P(t)) with t = 1 / (1 + z/2), which
-// keeps erfc's relative accuracy in the left tail of GELU, rewritten for the hardware: base 2
-// (coefficients times log2 e), the GELU's factor 1/2 folded into the constant term, and t
-// scaled by 1/8 (coefficient k times 8^k, exponent +3) so that exp2 underflows only where the
-// final result is below 2^-126 anyway. erfc_fit_coefficient(k) multiplies (t/8)^k. Two fits:
-//   - degree 5 (shipped since v5 of the sm_90a kernel, docs/notes/sm90_linear_gelu.md): a
-//     minimax fit of P(t) = ln(erfc(z) / t) + z^2 over t in [0.17, 1], i.e. z <= 9.8, past which
-//     the left tail of GELU is below 2^-126 (fit error 7.6e-6 relative in erfc; four FMAs fewer
-//     per element than degree 9, which the in-register epilogue of the fused kernel feels);
-//   - degree 9: Numerical Recipes' own coefficients (relative error < 1.2e-7 for every z >= 0),
-//     the fit before v5, kept for the benchmark harness's comparison.
+// A fit of the form of Numerical Recipes' erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + p z),
+// which keeps erfc's relative accuracy in the left tail of GELU. P is a minimax fit (on the
+// absolute error of the exponent, Lawson's iteration) over t in [1 / (1 + p z_max), 1].
+struct ErfcFit {
+  double p;       // t = 1 / (1 + p z)
+  int degree;     // of P
+  double c[10];   // P's coefficients, lowest first
+};
+// bfloat16 (v8): degree 2, z <= 9.8 (past it the left tail of GELU is below 2^-126), error
+// 1.65e-3 (p = 0.9 minimises it).
+constexpr ErfcFit kBf16Fit = {0.9, 2, {-0.6907588650804838, 1.1642820295821128, -0.47438213179403743}};
+// float16 (v8): degree 3, z <= 3 (past it GELU is below float16's smallest normal, 2^-14, and
+// may flush), error 4.5e-5.
+constexpr ErfcFit kF16Fit = {
+    0.45, 3, {-1.3352492816404415, 0.758464474727434, 0.9819791111242318, -0.4051536039691889}};
+// v5-v7's degree 5 over z <= 9.8 (7.6e-6) and Numerical Recipes' own coefficients (< 1.2e-7
+// for every z >= 0).
+constexpr ErfcFit kDegree5Fit = {0.5, 5,
+                                 {-1.26654175591371453, 1.01801351486743347, 0.254443298801033383,
+                                  0.474493048810808574, -0.709190787425232491, 0.228790295196395543}};
+constexpr ErfcFit kNr9Fit = {0.5, 9,
+                             {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+                              -1.13520398, 1.48851587, -0.82215223, 0.17087277}};
+
+template <typename T, GeluFit F>
+constexpr ErfcFit fit_for() {
+  if constexpr (F == GeluFit::Degree5) return kDegree5Fit;
+  else if constexpr (F == GeluFit::Nr9) return kNr9Fit;
+  else if constexpr (std::is_same_v<T, __half>) return kF16Fit;
+  else return kBf16Fit;
+}
+
 constexpr double kLog2e = 1.44269504088896340736;
-constexpr double kNrErfcc[10] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
-                                 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277};
-constexpr double kShortErfc[6] = {-1.26654175591371453,  1.01801351486743347, 0.254443298801033383,
-                                  0.474493048810808574, -0.709190787425232491, 0.228790295196395543};
-template <int Degree>
-constexpr double erfc_fit_coefficient(int k) {
-  static_assert(Degree == 5 || Degree == 9, "erfc_fit_coefficient: the fits have degree 5 or 9");
+constexpr double kSqrtHalf = 0.70710678118654752440;
+
+// The fit rewritten for the hardware: base 2 (coefficients times log2 e), GELU's factor 1/2
+// folded into the constant term, and t scaled by 1/8 (coefficient k times 8^k, exponent +3) so
+// that exp2 underflows only where the final result is below 2^-126 anyway. Coefficient k
+// multiplies (t/8)^k.
+template <typename T, GeluFit F>
+constexpr double folded_coefficient(int k) {
   double scale = 1.0;
   for (int i = 0; i < k; ++i) scale *= 8.0;
-  return (Degree == 9 ? kNrErfcc[k] : kShortErfc[k]) * kLog2e * scale + (k == 0 ? 3.0 - 1.0 : 0.0);
+  return fit_for<T, F>().c[k] * kLog2e * scale + (k == 0 ? 3.0 - 1.0 : 0.0);
 }
 // The fit's polynomial in t/8 by Horner's rule, coefficients folded at compile time.
-template <int Degree, int K = 0>
-__device__ __forceinline__ float erfc_fit_polynomial(float t) {
-  constexpr float c = static_cast<float>(erfc_fit_coefficient<Degree>(K));
-  if constexpr (K == Degree) return c;
-  else return fmaf(t, erfc_fit_polynomial<Degree, K + 1>(t), c);
+template <typename T, GeluFit F, int K = 0>
+__device__ __forceinline__ float fit_polynomial(float t) {
+  constexpr float c = static_cast<float>(folded_coefficient<T, F>(K));
+  if constexpr (K == fit_for<T, F>().degree) return c;
+  else return fmaf(t, fit_polynomial<T, F, K + 1>(t), c);
 }
 
 }  // namespace gelu_fast_detail
 
-/// The degree of the fit every 16-bit GELU uses (unary, portable fused epilogue, sm_90a kernel).
-inline constexpr int kGeluFastDegree = 5;
-
-/// x * Phi(x), Phi(x) = P(N(0,1) <= x) = 1 - erfc(x / sqrt 2) / 2, in float, with the erfc fit's
-/// polynomial of degree Degree (5: the shipped fit; 9: Numerical Recipes', for comparison).
-template <int Degree = kGeluFastDegree>
+/// x * Phi(x), Phi(x) = P(N(0,1) <= x) = 1 - erfc(x / sqrt 2) / 2, in float, with the erfc fit
+/// F for the 16-bit type T (the result is to be rounded to T). NaN in gives NaN, +inf gives
+/// +inf and -inf NaN, as x Phi(x) evaluated in floating point does (and PyTorch).
+template <typename T, GeluFit F = GeluFit::Shipped>
 __device__ __forceinline__ float gelu_fast(float x) {
+  static_assert(std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>, "gelu_fast: 16-bit types only");
   using namespace gelu_fast_detail;
-  const float a = fabsf(x);
-  // t / 8 with t = 1 / (1 + z/2), z = |x| / sqrt 2.
-  const float t = reciprocal_approx_ftz(fmaf(a, static_cast<float>(8.0 * 0.35355339059327376220), 8.0f));
-  const float w = a * 0.84932180028801904272f;  // z * sqrt(log2 e), so -w^2 = -z^2 log2 e
-  const float half_erfc = t * exp2_approx_ftz(fmaf(-w, w, erfc_fit_polynomial<Degree>(t)));
-  return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
+  constexpr ErfcFit fit = fit_for<T, F>();
+  // t / 8 with t = 1 / (1 + p z), z = |x| / sqrt 2.
+  constexpr float kT8 = static_cast<float>(8.0 * fit.p * kSqrtHalf);
+  if constexpr (F == GeluFit::Shipped) {
+    // Twelve instructions (v8). a = |x|, except +inf -> 1e30 so that a * h stays 0 there, while
+    // -inf keeps a = inf and gives inf * 0 = NaN (and NaN keeps its NaN through x * x below).
+    const float a = fmaxf(fminf(x, 1e30f), -x);
+    const float t = reciprocal_approx_ftz(fmaf(a, kT8, 8.0f));
+    const float e = exp2_approx_ftz(fmaf(x * x, static_cast<float>(-0.5 * kLog2e), fit_polynomial<T, F>(t)));
+    // h = erfc(z) / 2; x >= 0: x (1 - h) = x - a h; x < 0: x h = -0 - a h (-0, not +0: a left
+    // tail that underflows keeps its sign, -0 as x Phi(x) gives, and so does -0 itself).
+    return fmaf(-a, t * e, fmaxf(x, -0.0f));
+  } else {
+    // v5-v7's sequence (fifteen instructions with degree 5), kept for the harness's comparison.
+    const float a = fabsf(x);
+    const float t = reciprocal_approx_ftz(fmaf(a, kT8, 8.0f));
+    const float w = a * static_cast<float>(0.84932180028801904272);  // z * sqrt(log2 e)
+    const float half_erfc = t * exp2_approx_ftz(fmaf(-w, w, fit_polynomial<T, F>(t)));
+    return x * (x >= 0.0f ? 1.0f - half_erfc : half_erfc);
+  }
 }
 
 }  // namespace kiln::cuda_kernels

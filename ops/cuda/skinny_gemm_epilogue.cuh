@@ -51,7 +51,7 @@ struct Params {
 /// out from the rounded pre-activation h, as the unfused op computes it.
 template <typename T, Epi E>
 __device__ __forceinline__ T activate(T h) {
-  if constexpr (E == Epi::GeluExact) return narrow<T>(gelu_fast(widen(h)));
+  if constexpr (E == Epi::GeluExact) return narrow<T>(gelu_fast<T>(widen(h)));
   else if constexpr (E == Epi::GeluTanh) return narrow<T>(math::GeluTanh{}(widen(h)));
   else return h;
 }

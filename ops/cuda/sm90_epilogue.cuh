@@ -60,10 +60,10 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(float v) { return v; }
 
 /// The exact GELU as the unfused path computes it for T: the shared fit for 16-bit results
-/// (Degree: its polynomial's, gelu_fast.cuh), erff for float32.
-template <typename T, int Degree = 9>
+/// (F: which, gelu_fast.cuh), erff for float32.
+template <typename T, GeluFit F = GeluFit::Shipped>
 __device__ __forceinline__ float gelu_exact(float x) {
-  if constexpr (sizeof(T) == 2) return gelu_fast<Degree>(x);
+  if constexpr (sizeof(T) == 2) return gelu_fast<T, F>(x);
   else return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
 }
 
@@ -151,12 +151,13 @@ __device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBloc
 #pragma unroll
   for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
-    for (int i = First; i < Last; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element, Cfg::kGeluDegree>(acc[mi][i]);
+    for (int i = First; i < Last; ++i) acc[mi][i] = gelu_exact<typename Cfg::Element, Cfg::kGeluFit>(acc[mi][i]);
 }
 
 /// Benchmark only (v7, bench_skip 3): the tanh approximation of GELU, 6 instructions (one MUFU)
-/// per element against gelu_fast's ~14 (two MUFU), to measure what each epilogue instruction
-/// costs the other consumer's mainloop. Not the exact GELU: never in the library.
+/// per element against gelu_fast's 15 before v8 and 12 since (two MUFU), to measure what each
+/// epilogue instruction costs the other consumer's mainloop. Not the exact GELU: never in the
+/// library.
 template <class Cfg, int First, int Last>
 __device__ __forceinline__ void apply_gelu_tanh(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2]) {
 #pragma unroll
@@ -266,7 +267,7 @@ __device__ __forceinline__ void store_tile_staged(const float (&acc)[Cfg::kMAtom
 /// by their GELU: all N loaded first, then 8 N independent evaluations, then the N stores (the
 /// shared-memory accesses are volatile asm, which the compiler keeps in order, so one vector at a
 /// time would leave only 8 evaluations in flight: too few for one warp per scheduler).
-template <typename T, int Degree, int N>
+template <typename T, GeluFit F, int N>
 __device__ __forceinline__ void gelu_vectors(uint32_t address, int stride) {
   uint4 v[N];
 #pragma unroll
@@ -281,7 +282,7 @@ __device__ __forceinline__ void gelu_vectors(uint32_t address, int stride) {
         f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[e]));
       else
         f = __half22float2(*reinterpret_cast<const __half2*>(&w[e]));
-      w[e] = pack_two<T>(gelu_exact<T, Degree>(f.x), gelu_exact<T, Degree>(f.y));
+      w[e] = pack_two<T>(gelu_exact<T, F>(f.x), gelu_exact<T, F>(f.y));
     }
   }
 #pragma unroll
@@ -297,8 +298,8 @@ __device__ __forceinline__ void gelu_in_place(uint32_t buffer, int bytes, int wo
   const int stride = threads * 16;
   int offset = worker * 16;
   for (; offset + (kBatch - 1) * stride < bytes; offset += kBatch * stride)
-    gelu_vectors<T, 9, kBatch>(buffer + offset, stride);
-  for (; offset < bytes; offset += stride) gelu_vectors<T, 9, 1>(buffer + offset, stride);
+    gelu_vectors<T, GeluFit::Nr9, kBatch>(buffer + offset, stride);
+  for (; offset < bytes; offset += stride) gelu_vectors<T, GeluFit::Nr9, 1>(buffer + offset, stride);
 }
 
 /// Direct store (16-bit T, v7) of one staged chunk: the warpgroup's buffer holds rows
@@ -345,7 +346,7 @@ __device__ __forceinline__ void gelu_chunk_vectors(uint32_t staging, int thread)
   static_assert(kVectors / 128 == 4, "gelu_chunk_vectors: four vectors per thread");
   const int row0 = thread / 8, block = thread % 8;
   // Vector i sits at row row0 + 16 i: same swizzle phase (16 i is a multiple of 8).
-  gelu_vectors<typename Cfg::Element, Cfg::kGeluDegree, 4>(staging + row0 * 128 + ((block ^ (row0 & 7)) << 4),
+  gelu_vectors<typename Cfg::Element, Cfg::kGeluFit, 4>(staging + row0 * 128 + ((block ^ (row0 & 7)) << 4),
                                                            16 * 128);
 }
 

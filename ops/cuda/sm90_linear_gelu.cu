@@ -50,7 +50,7 @@ struct Variant {
   int cluster = 1;
   Epilogue epilogue = Epilogue::Registers;
   int group_m = 16;
-  int gelu_degree = kGeluFastDegree;  ///< gelu_fast's fit (the harness also builds 9 for Registers*)
+  GeluFit gelu_fit = GeluFit::Shipped;  ///< gelu_fast's fit (the harness also builds Nr9, Degree5)
   int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
   bool direct_store = false;  ///< TileConfig::kDirectStore (v7; the harness builds it for Pingpong64, Registers)
   bool smem_gelu = false;     ///< TileConfig::kSmemGelu (v7; likewise)
@@ -65,27 +65,27 @@ struct Variant {
 /// whole-tile staging 3 or 5; TF32 has no staging: 4 or 7. Ping-pong 64 x 256 (40 KB stages):
 /// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
 /// staging (32 KB) or half-tile unchunked 4; TF32 5.
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1,
+template <typename T, Schedule S, int C, Epilogue E, GeluFit Fit = GeluFit::Shipped, int Inflight = 1,
           bool Direct = false, bool SmemGelu = false>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
   static constexpr bool kChunked = E == Epilogue::Registers;
   using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
-                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Degree, kChunked, 64,
+                                      kChunked ? 64 : (kWhole ? 256 : 128), false, false, Fit, kChunked, 64,
                                       Inflight, Direct && kHalf && kChunked, SmemGelu && kHalf && kChunked>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
-                 kHalf && E == Epilogue::Interleaved, Degree, E == Epilogue::Registers, 128, Inflight>,
+                 kHalf && E == Epilogue::Interleaved, Fit, E == Epilogue::Registers, 128, Inflight>,
       std::conditional_t<S == Schedule::Pingpong,
                          TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false,
-                                    Degree>,
+                                    Fit>,
                          Pingpong64Config>>;
 };
-template <typename T, Schedule S, int C, Epilogue E, int Degree = kGeluFastDegree, int Inflight = 1,
+template <typename T, Schedule S, int C, Epilogue E, GeluFit Fit = GeluFit::Shipped, int Inflight = 1,
           bool Direct = false, bool SmemGelu = false>
-using ConfigFor = typename ConfigSelect<T, S, C, E, Degree, Inflight, Direct, SmemGelu>::type;
+using ConfigFor = typename ConfigSelect<T, S, C, E, Fit, Inflight, Direct, SmemGelu>::type;
 
 namespace {
 
@@ -263,16 +263,20 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 /// the shipped GELU fit; 128 x 256 cooperative or, since v7, 64 x 256 ping-pong tiles); the
 /// benchmark harness (KILN_SM90_BENCH_HOOKS) also builds the 128-row ping-pong, cluster,
 /// offloaded, interleaved and unchunked ones, two wgmma groups in flight, v7's direct stores and
-/// staged GELU, and the degree-9 fit it was measured against (docs/notes/sm90_linear_gelu.md).
+/// staged GELU, the degree-9 fit v5 was measured against and v7's degree-5 fit for the shipped
+/// configurations (v8's comparison; docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
   const auto with_epilogue = [&]<Schedule S, int C>() {
-    KILN_CHECK(v.gelu_degree == kGeluFastDegree || v.gelu_degree == 9, "sm90_linear_gelu: no GELU fit of degree {}",
-               v.gelu_degree);
-    const bool nr9 = v.gelu_degree == 9 && kGeluFastDegree != 9;  // the fit before v5 (Registers* only)
-    // (The 64 x 256 ping-pong, new in v6, is built with the shipped fit only.)
+    const bool nr9 = v.gelu_fit == GeluFit::Nr9;  // the fit before v5 (Registers* only)
+    // (The 64 x 256 ping-pong, new in v6, has no degree-9 build.)
     KILN_CHECK(!(nr9 && S == Schedule::Pingpong64), "sm90_linear_gelu: the 64-row ping-pong has no degree-9 build");
+    // (v5-v7's degree-5 fit: built for the two shipped configurations, to compare v8's fits with.)
+    const bool degree5 = v.gelu_fit == GeluFit::Degree5;
+    KILN_CHECK(!degree5 || (S != Schedule::Pingpong && C == 1 && v.epilogue == Epilogue::Registers &&
+                            v.inflight == 1 && !v.direct_store && !v.smem_gelu),
+               "sm90_linear_gelu: the degree-5 GELU fit is built for the shipped configurations only");
     // (Two wgmma groups in flight: built for the chunked epilogue of the 64-row ping-pong and of
     // the cooperative tile, one CTA per cluster, only.)
     KILN_CHECK(v.inflight == 1 || (v.inflight == 2 && v.epilogue == Epilogue::Registers &&
@@ -289,22 +293,24 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
       case Epilogue::Registers:
         if constexpr (S == Schedule::Pingpong64 && C == 1) {
           if (v.direct_store)
-            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 1, true, false>>(a, stream,
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Shipped, 1, true, false>>(a, stream,
                                                                                                           v);
           if (v.smem_gelu)
-            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 1, false, true>>(a, stream,
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Shipped, 1, false, true>>(a, stream,
                                                                                                           v);
         }
+        if constexpr (S != Schedule::Pingpong && C == 1)
+          if (degree5) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Degree5>>(a, stream, v);
         if constexpr (S != Schedule::Pingpong64)
-          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, 9>>(a, stream, v);
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Nr9>>(a, stream, v);
         if constexpr (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))
           if (v.inflight == 2)
-            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, kGeluFastDegree, 2>>(a, stream, v);
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Shipped, 2>>(a, stream, v);
         launch_config<ConfigFor<T, S, C, Epilogue::Registers>>(a, stream, v);
         return;
       case Epilogue::RegistersUnchunked:
         if constexpr (S != Schedule::Pingpong64)
-          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, 9>>(a, stream, v);
+          if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked, GeluFit::Nr9>>(a, stream, v);
         launch_config<ConfigFor<T, S, C, Epilogue::RegistersUnchunked>>(a, stream, v);
         return;
       case Epilogue::RegistersWholeTile:
@@ -334,11 +340,12 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
   }
 #else
   KILN_CHECK((v.schedule == Schedule::Cooperative || v.schedule == Schedule::Pingpong64) && v.cluster == 1 &&
-                 v.epilogue == Epilogue::Registers && v.gelu_degree == kGeluFastDegree && v.inflight == 1 &&
+                 v.epilogue == Epilogue::Registers && v.gelu_fit == GeluFit::Shipped && v.inflight == 1 &&
                  !v.direct_store && !v.smem_gelu,
-             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit degree {}, {} wgmma groups in "
+             "sm90_linear_gelu: variant (schedule {}, cluster {}, epilogue {}, GELU fit {}, {} wgmma groups in "
              "flight) is built into the benchmark only",
-             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), v.gelu_degree, v.inflight);
+             static_cast<int>(v.schedule), v.cluster, static_cast<int>(v.epilogue), static_cast<int>(v.gelu_fit),
+             v.inflight);
   if (v.schedule == Schedule::Pingpong64)
     launch_config<ConfigFor<T, Schedule::Pingpong64, 1, Epilogue::Registers>>(a, stream, v);
   else
@@ -369,7 +376,9 @@ Variant choose_variant(const Sm90LinearGeluArgs& a) {
   // v7 (runs 9 and 11): the 64 x 256 ping-pong (5 stages, chunked GELU) where it was faster in
   // both runs, K <= 1024 with at least 8 Mi outputs (bf16, f16 and TF32 at 4096 x 1024 x 4096,
   // bf16 at 2048 x 1024 x 4096): its mainloops overlap the other consumer's epilogue; at K = 4096
-  // and at 4 Mi outputs it was slower.
+  // and at 4 Mi outputs it was slower. v8 (run 12, the twelve-instruction GELU): the ping-pong
+  // won the interleaved test at K = 2048 and 4096 too, but lost the sustained back-to-back
+  // runs at 8192 x 4096 x 16384 (a lower clock under the power cap), so the rule stays.
   Variant v;
   constexpr int64_t kPingpongMinOutputs = int64_t{8} << 20;
   if (a.k <= 1024 && a.m * a.n >= kPingpongMinOutputs) {

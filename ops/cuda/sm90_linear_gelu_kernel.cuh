@@ -63,7 +63,7 @@ namespace kiln::cuda_kernels::sm90 {
 /// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, int GeluDegree = kGeluFastDegree, bool ChunkGelu = false, int BlockM = 128,
+          bool Interleave = false, GeluFit Fit = GeluFit::Shipped, bool ChunkGelu = false, int BlockM = 128,
           int Inflight = 1, bool DirectStore = false, bool SmemGelu = false>
 struct TileConfig {
   using Element = T;
@@ -89,7 +89,7 @@ struct TileConfig {
   static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
   static constexpr bool kOffload = Offload;
   static constexpr bool kInterleave = Interleave;
-  static constexpr int kGeluDegree = GeluDegree;  ///< gelu_fast's fit (the shipped one unless the harness asks)
+  static constexpr GeluFit kGeluFit = Fit;  ///< gelu_fast's fit (the shipped one unless the harness asks)
   /// In-register GELU, staged stores: each store chunk's GELU right before its stmatrix, so the
   /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
   static constexpr bool kChunkGelu = ChunkGelu;
@@ -339,7 +339,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (thread == 0) bulk_wait_group_read_n<Cfg::kBlockN / 64 - 1>();
         named_barrier_sync(1 + consumer, 128);
       }
-      if (deferred_gelu) gelu_vectors<T, Cfg::kGeluDegree, 2>(block_address + (2 * r * 128 + thread) * 16, 128 * 16);
+      if (deferred_gelu) gelu_vectors<T, Cfg::kGeluFit, 2>(block_address + (2 * r * 128 + thread) * 16, 128 * 16);
       if (r == kUnitsPerBlock - 1) {
         // The block is done: hand it to a TMA store (which clips rows and columns past [M, N]).
         fence_proxy_async_shared();
