@@ -6,7 +6,11 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
-# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe cpu)
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe cpu
+#  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
+#  beside the library's build and then runs scripts/sm90_gpu_check.sh with the environment's VARIANTS, BENCH,
+#  PROFILE, ABTEST, ABTEST_SHAPES, SANITIZE, SKIP_SANITIZE ... into $OUT/sm90. PACK=1 leaves two files in $OUT,
+#  summary.txt and logs.txt (every other log, concatenated): the device tool returns at most 8.)
 set -u
 OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
@@ -32,6 +36,11 @@ if [ ! -e /usr/local/cuda/include/nccl.h ]; then
   [ -n "$inc" ] && [ -n "$lib" ] && nccl_flags=(-DKILN_NCCL_INCLUDE="$(dirname "$inc")" -DKILN_NCCL_LIBRARY="$lib") &&
     export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
   say "nccl: header ${inc:-none}, library ${lib:-none}"
+fi
+if has sm90; then  # the harness needs no Kiln build: one nvcc beside the library's build
+  ( OUT=$OUT/sm90 BUILD_ONLY=1 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_build.log" 2>&1
+    echo "sm90 harness build rc=$? at $(date +%T)" >> "$OUT/sm90_build.log" ) &
+  sm90_build=$!
 fi
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKILN_NATIVE=ON "${dnnl_flags[@]}" "${nccl_flags[@]}" \
   > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1
@@ -164,4 +173,14 @@ if has cpu; then
   for t in 1 $nproc_all; do OMP_NUM_THREADS=$t timeout 60 $B/bench/cpu_elementwise --threads $t --repeats 11 --only stream >> "$OUT/cpu.txt" 2>&1; done
   cat "$OUT/cpu.txt" >> "$S"
 fi
+if has sm90; then
+  wait "$sm90_build"; tail -1 "$OUT/sm90_build.log" | tee -a "$S"
+  OUT=$OUT/sm90 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_console.txt" 2>&1; say "sm90_gpu_check rc=$? at $(date +%T)"
+  grep -vE '^\s*/\*|^\s*$' "$OUT/sm90_console.txt" | grep -E 'RESULT|PROFILE|ABTEST|rc [0-9]|lines|instructions|x[0-9.]+ vs Lt' >> "$S"
+fi
 say "end $(date +%T)"
+if [ -n "${PACK:-}" ]; then
+  find "$OUT" -type f ! -name summary.txt ! -name logs.txt | sort | while read -r f; do
+    { echo "===== ${f#$OUT/}"; cat "$f"; } >> "$OUT/logs.txt" && rm -f "$f"
+  done
+fi

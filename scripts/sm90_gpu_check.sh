@@ -16,6 +16,7 @@
 #   BENCH_TIMEOUT=210 ...                        # seconds for the benchmark (default 150)
 #   SM90_BENCH_SHAPES=targets ...                # benchmark the two target shapes only
 #   SKIP_GELU=1 ...                              # no exhaustive gelu_fast check (the fit unchanged)
+#   BUILD_ONLY=1 ...                             # only build the harness, into scripts/sm90_check
 #   PROFILE="0,a,h" ...                          # in-kernel clock profile of these variants (profile.log)
 #   NCU="a0 a2" ...                              # ncu --set full of variant a, bench_skip 0 / 2 (ncu.log)
 #   ABTEST="0,a" ...                             # target shapes, cuBLASLt and these variants taking turns
@@ -33,15 +34,16 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 
 BIN=$HERE/sm90_check
-if ! "$BIN" probe > /dev/null 2>&1; then
-  echo "building the harness here"
-  BIN=/tmp/sm90_check
+if [[ -n "${BUILD_ONLY:-}" ]] || ! "$BIN" probe > /dev/null 2>&1; then
+  echo "building the harness"
+  [[ -n "${BUILD_ONLY:-}" ]] || BIN=/tmp/sm90_check
   FMT_INC=${FMT_INC:-$SRC/include}
   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DFMT_CONSTEVAL= \
     -DFMT_USE_CONSTEXPR=1 -DFMT_HEADER_ONLY -diag-suppress 20208 -Xcompiler=-Wall,-Wextra,-fopenmp -I"$SRC" \
     -I"$FMT_INC" "$SRC/bench/sm90_linear_gelu_check.cu" "$SRC/core/error.cpp" -o "$BIN" -lcublasLt -lgomp \
     > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
+[[ -z "${BUILD_ONLY:-}" ]] || exit 0
 
 # SASS: the tensor-core instructions must be HGMMA (wgmma), not HMMA.
 if command -v cuobjdump > /dev/null; then
