@@ -1,10 +1,11 @@
 // gelu_fast (ops/cuda/gelu_fast.cuh) on every one of the 65536 inputs of bfloat16 and float16,
 // against float64, on the GPU: the same criteria as tests/cuda/test_cuda_basics.cpp's check of
 // the unary op (correctly rounded or one unit in the last place off; a true value below the
-// type's smallest normal may be flushed), for the shipped fits, v5-v7's degree-5 one and Numerical
-// Recipes' degree-9 one, plus the worst relative error of the float result. Part of the sm_90a benchmark harness
-// (bench/sm90_linear_gelu_check.cu, mode `gelu`), which needs no Kiln build; the conversions
-// are the explicit intrinsics (round to nearest), so nothing but gelu_fast is under test.
+// type's smallest normal may be flushed), for the shipped fits, v5-v7's degree-5 one and
+// Numerical Recipes' degree-9 one, plus the worst relative error of the float result. Part of
+// the sm_90a benchmark harness (bench/sm90_linear_gelu_check.cu, mode `gelu`), which needs no
+// Kiln build; the conversions are the explicit intrinsics (round to nearest), so nothing but
+// gelu_fast is under test.
 #pragma once
 
 #include <cuda_bf16.h>

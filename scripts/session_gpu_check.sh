@@ -16,6 +16,7 @@ OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
 mkdir -p "$OUT"
 B=build-gpu
+nproc_all=$(nproc)  # the cpu steps compare 1 thread with all of them
 S=$OUT/summary.txt
 : > "$S"
 say() { echo "$*" | tee -a "$S"; }
@@ -143,7 +144,6 @@ if has cpuprobe; then
   # Issue 17: one linear shape that a 16-thread cpu_linear process once ran several times slower
   # than its grid alone (BENCHMARKS.md 9): each run's wall and CPU time per call with the
   # process's page faults and context switches, under a few settings, beside the grids table.
-  nproc_all=$(nproc)
   timeout 120 python3 - "$B/bench/cpu_linear" "$nproc_all" > "$OUT/cpuprobe.txt" 2>&1 <<'PY'
 import os, resource, subprocess, sys
 binary, threads = sys.argv[1], sys.argv[2]
@@ -165,7 +165,6 @@ PY
   say "cpuprobe rc=$? at $(date +%T)"; cat "$OUT/cpuprobe.txt" >> "$S"
 fi
 if has cpu; then
-  nproc_all=$(nproc)
   timeout 400 python3 bench/cpu_vs_torch.py --build $B --threads 1,$nproc_all --repeats 11 --torch-python python3 ${CPU_ARGS:-} \
     ${FM:+--fashion-mnist $FM} > "$OUT/cpu.txt" 2>&1; say "cpu_vs_torch rc=$? at $(date +%T)"
   timeout 300 python3 bench/cpu_elementwise_vs_torch.py --binary $B/bench/cpu_elementwise --threads 1,$nproc_all \
