@@ -136,7 +136,7 @@ TEST_CASE("load_fashion_mnist: files that disagree with each other or with the f
 // the source tree's.
 TEST_CASE("load_fashion_mnist on the installed data set: 60,000 + 10,000 images, 6,000 / 1,000 per class") {
   std::optional<std::string> dir = find_fashion_mnist();
-  const std::string staged = std::string(KILN_SOURCE_DIR) + "/data/fashion-mnist";
+  const std::string staged = fmt::format("{}/data/fashion-mnist", KILN_SOURCE_DIR);
   if (!dir && fashion_mnist_available(staged)) dir = staged;
   if (!dir) {
     MESSAGE("skipped: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist, or "

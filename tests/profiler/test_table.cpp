@@ -93,7 +93,7 @@ TEST_CASE("table: number formats, narrow names, CPU-only columns, memory and sha
   CHECK_THROWS_WITH_AS(cpu_only.table(options), doctest::Contains("table: unknown sort_by \"bogus\""), Error);
   const std::string long_name(52, 'x');
   const std::string cut = KeyAverages({row(long_name, EventKind::CpuOp, 1, 1, 0, 0)}).table();
-  CHECK(cut.find(std::string(52, 'x') + "...") != std::string::npos);
+  CHECK(cut.find(fmt::format("{}...", long_name)) != std::string::npos);
   CHECK(KeyAverages().table().empty());
 
   // with_flops: PyTorch's column, in the unit of the smallest positive count.
