@@ -4,7 +4,8 @@
 // dimension and re-decides its blocking per thread count; at linear's small M (64 rows) it
 // barely scaled past one core. Here Kiln owns the parallel loop: the output is cut into tiles
 // sized from M, N, K and the thread count, OpenMP threads take whole tiles (first come, first
-// served), and each tile calls oneDNN's sgemm (float) or Eigen's sequential GEMM driver
+// served), and each tile calls oneDNN's matmul primitive (float: onednn_matmul.h, one thread,
+// the bias or beta applied by the primitive) or Eigen's sequential GEMM driver
 // (internal::general_matrix_matrix_product with no parallel info) once per chunk of K. Chunks
 // are never longer than Eigen's kc, so Eigen never splits them further: an output element is
 // the bias (or beta * out, or 0), then plus alpha times each chunk's dot product in chunk
@@ -31,9 +32,7 @@
 #include <omp.h>
 #endif
 
-#ifdef KILN_WITH_ONEDNN
-#include <oneapi/dnnl/dnnl.h>
-#endif
+#include "onednn_matmul.h"
 
 namespace kiln::cpu {
 
@@ -105,37 +104,23 @@ void init_tile(T* out, int64_t ldo, int64_t i0, int64_t mt, int64_t j0, int64_t 
   }
 }
 
-#ifdef KILN_WITH_ONEDNN
-// One float tile through oneDNN's sgemm (row-major; 'T' reads a column-major operand), added
-// to the initialised tile (beta = 1). oneDNN runs it on the calling thread: inside an active
-// parallel region it does not nest, and outside one (or in a region of one thread) the
-// thread setting of 1, for the call only, keeps it from forking. oneDNN then blocks K by the
-// sizes alone, so the tile's bits do not depend on the thread count or on the region.
-void onednn_tile(float* out, int64_t ldo, const Operand<float>& a, bool a_rows, const Operand<float>& b, bool b_rows,
-                 int64_t i0, int64_t mt, int64_t j0, int64_t nt, int64_t K, float alpha) {
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  const dnnl_status_t status =
-      dnnl_sgemm(a_rows ? 'N' : 'T', b_rows ? 'N' : 'T', mt, nt, K, alpha, a.data + i0 * a.row_stride, a.ld,
-                 b.data + j0 * b.col_stride, b.ld, 1.0f, out + i0 * ldo + j0, ldo);
-  omp_set_num_threads(saved);
-  KILN_CHECK(status == dnnl_success, "matmul: oneDNN's sgemm failed with status {} on a {}x{}x{} tile",
-             static_cast<int>(status), mt, nt, K);
-}
-#endif
 
 // One tile: rows [i0, i0 + mt) and columns [j0, j0 + nt) of out, K in fixed chunks.
 template <typename T, int LhsOrder, int RhsOrder>
 void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int64_t i0, int64_t mt, int64_t j0,
               int64_t nt, int64_t K, int64_t chunk, T alpha, T beta, const T* bias) {
-  init_tile(out, ldo, i0, mt, j0, nt, beta, bias);
 #ifdef KILN_WITH_ONEDNN
+  // Float through oneDNN's matmul primitive, which applies the bias or beta itself.
   if constexpr (std::is_same_v<T, float>) {
-    if (K > 0)
-      onednn_tile(out, ldo, a, LhsOrder == Eigen::RowMajor, b, RhsOrder == Eigen::RowMajor, i0, mt, j0, nt, K, alpha);
-    return;
+    if (K > 0) {
+      onednn_matmul_tile(out + i0 * ldo + j0, ldo, {a.data + i0 * a.row_stride, a.row_stride, a.col_stride},
+                         {b.data + j0 * b.col_stride, b.row_stride, b.col_stride}, mt, nt, K, alpha, beta,
+                         bias ? bias + j0 : nullptr);
+      return;
+    }
   }
 #endif
+  init_tile(out, ldo, i0, mt, j0, nt, beta, bias);
   if (K == 0) return;
   using Blocking = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic,
                                                         Eigen::Dynamic>;
@@ -196,7 +181,7 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t N, int6
 
 const char* gemm_backend() {
 #ifdef KILN_WITH_ONEDNN
-  return "oneDNN sgemm (float, 16-bit) and Eigen (double) on Kiln's tiles";
+  return "oneDNN matmul primitive (float, 16-bit) and Eigen (double) on Kiln's tiles";
 #else
   return "Eigen on Kiln's tiles";
 #endif
@@ -223,23 +208,23 @@ const char* gemm_backend() {
 // Calibration: see kFloatModel.
 namespace {
 
-// The tile terms: bench/cpu_linear_calibrate.py fitted them to six runs of `taskset -c 1
-// build/bench/cpu_linear calibrate` on the 2-core development VM (Xeon @ 2.8 GHz, AVX-512,
-// oneDNN 2.6.3; four runs at load ~0.8, two at ~3 with a compiler on the other core), 242
-// tile shapes of 16-512 rows, 10-1024 columns and K = 64-4096 in linear's three layouts:
-// median relative error 9.7%, worst 58% (a 10-column tile, which only whole products have).
-// Packing: 0.35 ns per element of the rows' panel and 0.15 per element of the columns' (the
-// transposed weight of linear's forward is the dearest layout and dominates the fit). The
-// multiply-add, 0.016 ns on the columns rounded up to whole 16-float vectors, is 62 G/s, 70%
-// of the core's 2 x 16-lane FMA peak; writing the output adds nothing measurable. The
-// region's terms are a judgement, not a fit: an empty region of 2 threads cost 0.4-0.7 us on
-// the idle VM, but a region waits for its slowest thread, which on shared or many-core hosts
-// costs far more (BENCHMARKS.md 9); set at 5 us + 0.5 us per thread, they keep products of
-// 64 x 64 x 64 whole (`cpu_linear fork` measures a host's).
-constexpr GemmCostModel kFloatModel{.call_ns = 1909.0,
-                                    .pack_rows_ns = 0.351,
-                                    .pack_cols_ns = 0.1506,
-                                    .mac_ns = 0.01601,
+// The tile terms: bench/cpu_linear_calibrate.py fitted them to four runs of `taskset -c 1
+// build/bench/cpu_linear calibrate` on the 2-core development VM (2026-12-02: an AMD EPYC
+// with AVX-512, oneDNN 2.6.3's matmul primitive, idle), 242 tile shapes of 16-512 rows,
+// 10-1024 columns and K = 64-4096 in linear's three layouts: median relative error 3.9%,
+// worst 39%. Packing: 0.062 ns per element of the rows' panel and 0.108 per element of the
+// columns' (the primitive packs the transposed weight of linear's forward far more cheaply
+// than sgemm did: 0.35 and 0.15 in the fit of 2026-12-02's earlier sgemm tiles on a Xeon VM).
+// The multiply-add, 0.0102 ns on the columns rounded up to whole 16-float vectors, is 98 G/s;
+// writing the output adds nothing measurable. The region's terms are a judgement, not a fit:
+// an empty region of 2 threads cost 0.4-0.7 us on the idle VM, but a region waits for its
+// slowest thread, which on shared or many-core hosts costs far more (BENCHMARKS.md 9); set
+// at 5 us + 0.5 us per thread, they keep products of 64 x 64 x 64 whole (`cpu_linear fork`
+// measures a host's).
+constexpr GemmCostModel kFloatModel{.call_ns = 1725.0,
+                                    .pack_rows_ns = 0.06246,
+                                    .pack_cols_ns = 0.1082,
+                                    .mac_ns = 0.01022,
                                     .out_ns = 0.0,
                                     .fork_ns = 5000.0,
                                     .fork_thread_ns = 500.0};

@@ -2,11 +2,12 @@
 // the matrix sizes and the thread count (chosen by a cost model per tile: the grid with the
 // shortest estimated time on those threads; one thread always takes the whole product in one
 // call), OpenMP threads take whole tiles, and each tile runs a single-threaded GEMM kernel
-// (oneDNN's sgemm or Eigen's) over fixed chunks of K. For a given thread count every output
+// (oneDNN's matmul primitive for float, Eigen's over fixed chunks of K for double). For a given thread count every output
 // element is therefore summed in one order, on whichever thread takes its tile; another
 // thread count may cut other tiles and change the last digits.
-// The bias (or beta term) is written into each tile by the thread that computes it, just
-// before its first product, instead of in a separate pass over the output.
+// The bias (or beta term) is applied to each tile by the thread that computes it (by the
+// oneDNN primitive itself, or written into the tile before Eigen's first product), instead
+// of in a separate pass over the output.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct MatrixRef {
 template <typename T>
 void gemm_tiled(T* out, const MatrixRef<T>& a, const MatrixRef<T>& b, T alpha, T beta, const T* bias);
 
-/// Which kernel runs the tiles in this build: oneDNN's sgemm for float (KILN_ONEDNN) and
-/// Eigen's for double, or Eigen's for both.
+/// Which kernel runs the tiles in this build: oneDNN's matmul primitive for float
+/// (KILN_ONEDNN) and Eigen's for double, or Eigen's for both.
 const char* gemm_backend();
 
 /// A near-equal split of [0, n) into `count` parts whose boundaries are multiples of `unit`

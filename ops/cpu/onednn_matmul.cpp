@@ -1,0 +1,218 @@
+// oneDNN matmul primitives for the CPU GEMM's float tiles (onednn_matmul.h says why), built
+// once per tile shape and layout and kept in a process-wide cache.
+//
+// Each primitive is made for one thread (the OpenMP thread setting is 1 while it is built and
+// while it runs: oneDNN reads it for its work split), uses a scratchpad the calling thread
+// owns (scratchpad_mode::user, so concurrent tiles share nothing inside oneDNN), and takes
+// the bias, beta and alpha as its own operations: the bias as the primitive's bias, beta * out
+// as a sum post-op, alpha as an output scale. A bias with alpha != 1 is written into the tile
+// first and summed (oneDNN would scale it with the product).
+#include "onednn_matmul.h"
+
+#ifdef KILN_WITH_ONEDNN
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+
+#include "../../core/error.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace kiln::cpu {
+
+namespace {
+
+// What makes two tiles need different primitives: sizes, strides, and which of bias, sum and
+// output scale the primitive applies (with their values).
+struct Key {
+  int64_t mt, nt, K, a_rs, a_cs, b_rs, b_cs, ldo;
+  uint32_t alpha_bits, sum_bits;  // sum_bits: the sum post-op's scale; has_sum says whether there is one
+  bool has_bias, has_sum;
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = 1469598103934665603ull;
+    const auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (int64_t v : {k.mt, k.nt, k.K, k.a_rs, k.a_cs, k.b_rs, k.b_cs, k.ldo}) mix(static_cast<uint64_t>(v));
+    mix(k.alpha_bits);
+    mix(k.sum_bits);
+    mix((k.has_bias ? 2u : 0u) | (k.has_sum ? 1u : 0u));
+    return h;
+  }
+};
+
+struct Entry {
+  dnnl::matmul primitive;
+  dnnl::memory::desc src, weights, bias, dst;
+  size_t scratchpad_bytes = 0;
+};
+
+uint32_t bits_of(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// OpenMP's thread setting of 1 on this thread for a scope (oneDNN sizes its work split by it).
+class OneThread {
+ public:
+  OneThread() {
+#ifdef _OPENMP
+    saved_ = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+  }
+  ~OneThread() {
+#ifdef _OPENMP
+    omp_set_num_threads(saved_);
+#endif
+  }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int saved_ = 1;
+};
+
+std::shared_ptr<const Entry> build(const Key& k) {
+  using dt = dnnl::memory::data_type;
+  auto entry = std::make_shared<Entry>();
+  entry->src = dnnl::memory::desc({k.mt, k.K}, dt::f32, dnnl::memory::dims{k.a_rs, k.a_cs});
+  entry->weights = dnnl::memory::desc({k.K, k.nt}, dt::f32, dnnl::memory::dims{k.b_rs, k.b_cs});
+  entry->dst = dnnl::memory::desc({k.mt, k.nt}, dt::f32, dnnl::memory::dims{k.ldo, 1});
+  if (k.has_bias) entry->bias = dnnl::memory::desc({1, k.nt}, dt::f32, dnnl::memory::dims{k.nt, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  float alpha, sum_scale;
+  std::memcpy(&alpha, &k.alpha_bits, sizeof alpha);
+  std::memcpy(&sum_scale, &k.sum_bits, sizeof sum_scale);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (k.has_sum) {
+    dnnl::post_ops ops;
+    ops.append_sum(sum_scale);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc = k.has_bias ? dnnl::matmul::desc(entry->src, entry->weights, entry->bias, entry->dst)
+                                             : dnnl::matmul::desc(entry->src, entry->weights, entry->dst);
+  const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+  entry->primitive = dnnl::matmul(pd);
+  entry->scratchpad_bytes = pd.scratchpad_desc().get_size();
+  return entry;
+}
+
+// The process-wide cache. Built outside the lock (a first build generates code: ~ms); two
+// threads may build the same key once each, and the first stored wins.
+class Cache {
+ public:
+  std::shared_ptr<const Entry> get(const Key& k) {
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = map_.find(k); it != map_.end()) return it->second;
+    }
+    std::shared_ptr<const Entry> built = build(k);
+    std::lock_guard lock(mutex_);
+    // Bounded: a program that multiplies ever-new shapes starts over rather than growing.
+    if (map_.size() >= kCapacity) map_.clear();
+    return map_.emplace(k, std::move(built)).first->second;
+  }
+  int64_t size() {
+    std::lock_guard lock(mutex_);
+    return static_cast<int64_t>(map_.size());
+  }
+
+ private:
+  static constexpr size_t kCapacity = 1024;
+  std::mutex mutex_;
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: tiles may run while statics are torn down
+  return *c;
+}
+
+// This thread's scratchpad, 64-byte aligned, grown to the largest primitive it ran.
+void* scratchpad(size_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (bytes > buffer.size) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* grown = std::aligned_alloc(64, rounded);
+    KILN_CHECK(grown != nullptr, "matmul: could not allocate oneDNN's {}-byte scratchpad", rounded);
+    std::free(buffer.data);
+    buffer.data = grown;
+    buffer.size = rounded;
+  }
+  return buffer.data;
+}
+
+}  // namespace
+
+void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
+                        int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
+  KILN_INTERNAL_ASSERT(mt >= 1 && nt >= 1 && K >= 1, "onednn_matmul_tile: empty tile {}x{}x{}", mt, nt, K);
+  Key k{mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo, bits_of(alpha), 0, false, false};
+  if (bias && alpha == 1.0f) {
+    k.has_bias = true;
+  } else if (bias) {
+    for (int64_t i = 0; i < mt; ++i) std::memcpy(out + i * ldo, bias, static_cast<size_t>(nt) * sizeof(float));
+    k.has_sum = true;
+    k.sum_bits = bits_of(1.0f);
+  } else if (beta != 0.0f) {
+    k.has_sum = true;
+    k.sum_bits = bits_of(beta);
+  }
+  try {
+    OneThread one_thread;
+    const std::shared_ptr<const Entry> e = cache().get(k);
+    const dnnl::engine& engine = cpu_engine();
+    dnnl::stream stream(engine);
+    dnnl::memory src(e->src, engine, const_cast<float*>(a.data));
+    dnnl::memory weights(e->weights, engine, const_cast<float*>(b.data));
+    dnnl::memory dst(e->dst, engine, out);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+    if (e->scratchpad_bytes > 0) {
+      const dnnl::memory::desc pad({static_cast<int64_t>(e->scratchpad_bytes)}, dnnl::memory::data_type::u8,
+                                   dnnl::memory::format_tag::a);
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(pad, engine, scratchpad(e->scratchpad_bytes)));
+    }
+    if (k.has_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e->bias, engine, const_cast<float*>(bias)));
+    e->primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& err) {
+    KILN_FAIL("matmul: oneDNN's matmul failed ({}, status {}) on a {}x{}x{} tile (strides a {}x{}, b {}x{}, out {})",
+              err.what(), static_cast<int>(err.status), mt, nt, K, a.row_stride, a.col_stride, b.row_stride,
+              b.col_stride, ldo);
+  }
+}
+
+int64_t onednn_matmul_cached_primitives() { return cache().size(); }
+
+}  // namespace kiln::cpu
+
+#else  // without oneDNN: nothing calls the tile, and the cache is empty
+
+namespace kiln::cpu {
+int64_t onednn_matmul_cached_primitives() { return 0; }
+}  // namespace kiln::cpu
+
+#endif
