@@ -104,7 +104,6 @@ void init_tile(T* out, int64_t ldo, int64_t i0, int64_t mt, int64_t j0, int64_t 
   }
 }
 
-
 // One tile: rows [i0, i0 + mt) and columns [j0, j0 + nt) of out, K in fixed chunks.
 template <typename T, int LhsOrder, int RhsOrder>
 void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int64_t i0, int64_t mt, int64_t j0,
@@ -239,7 +238,8 @@ constexpr GemmCostModel kDoubleModel{.call_ns = kFloatModel.call_ns,
                                      .fork_ns = kFloatModel.fork_ns,
                                      .fork_thread_ns = kFloatModel.fork_thread_ns};
 
-// No part below these (but a whole edge shorter than them): oneDNN's sgemm runs tiles of 8-16
+// No part below these (but a whole edge shorter than them; measured with the sgemm tiles
+// before the matmul primitive, not yet re-measured): oneDNN's sgemm runs tiles of 8-16
 // rows at K >= 1024, or of 48-64 columns with the weight transposed (linear's forward),
 // 1.5-2.5x slower per multiply-add than the model's fit (e.g. 32 x 48 x 784 took as long as
 // 32 x 128 x 784; 64 x 1024 x 4096 as four tiles of 16 rows 1.9x as long as whole), which no
