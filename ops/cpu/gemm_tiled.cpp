@@ -109,12 +109,15 @@ template <typename T, int LhsOrder, int RhsOrder>
 void run_tile(T* out, int64_t ldo, const Operand<T>& a, const Operand<T>& b, int64_t i0, int64_t mt, int64_t j0,
               int64_t nt, int64_t K, int64_t chunk, T alpha, T beta, const T* bias) {
 #ifdef KILN_WITH_ONEDNN
-  // Float through oneDNN's matmul primitive, which applies the bias or beta itself.
+  // Float through oneDNN's matmul primitive, which applies the bias or beta itself; a bias
+  // with alpha != 1 is written first and summed into (oneDNN would scale it).
   if constexpr (std::is_same_v<T, float>) {
     if (K > 0) {
+      const bool own_bias = bias && alpha == 1.0f;
+      if (bias && !own_bias) init_tile(out, ldo, i0, mt, j0, nt, beta, bias);
       onednn_matmul_tile(out + i0 * ldo + j0, ldo, {a.data + i0 * a.row_stride, a.row_stride, a.col_stride},
-                         {b.data + j0 * b.col_stride, b.row_stride, b.col_stride}, mt, nt, K, alpha, beta,
-                         bias ? bias + j0 : nullptr);
+                         {b.data + j0 * b.col_stride, b.row_stride, b.col_stride}, mt, nt, K, alpha,
+                         own_bias || !bias ? beta : 1.0f, own_bias ? bias + j0 : nullptr);
       return;
     }
   }

@@ -5,8 +5,8 @@
 // while it runs: oneDNN reads it for its work split), uses a scratchpad the calling thread
 // owns (scratchpad_mode::user, so concurrent tiles share nothing inside oneDNN), and takes
 // the bias, beta and alpha as its own operations: the bias as the primitive's bias, beta * out
-// as a sum post-op, alpha as an output scale. A bias with alpha != 1 is written into the tile
-// first and summed (oneDNN would scale it with the product).
+// as a sum post-op, alpha as an output scale. A bias with alpha != 1 is the caller's to write
+// into the tile first (oneDNN would scale it with the product).
 #include "onednn_matmul.h"
 
 #ifdef KILN_WITH_ONEDNN
@@ -170,13 +170,10 @@ void* scratchpad(size_t bytes) {
 void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
                         int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
   KILN_INTERNAL_ASSERT(mt >= 1 && nt >= 1 && K >= 1, "onednn_matmul_tile: empty tile {}x{}x{}", mt, nt, K);
+  KILN_INTERNAL_ASSERT(!bias || alpha == 1.0f, "onednn_matmul_tile: a bias with alpha {}", alpha);
   Key k{mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo, bits_of(alpha), 0, false, false};
-  if (bias && alpha == 1.0f) {
+  if (bias) {
     k.has_bias = true;
-  } else if (bias) {
-    for (int64_t i = 0; i < mt; ++i) std::memcpy(out + i * ldo, bias, static_cast<size_t>(nt) * sizeof(float));
-    k.has_sum = true;
-    k.sum_bits = bits_of(1.0f);
   } else if (beta != 0.0f) {
     k.has_sum = true;
     k.sum_bits = bits_of(beta);
@@ -185,7 +182,7 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
     OneThread one_thread;
     const std::shared_ptr<const Entry> e = cache().get(k);
     const dnnl::engine& engine = cpu_engine();
-    dnnl::stream stream(engine);
+    thread_local dnnl::stream stream(engine);  // a CPU stream holds no work between calls
     dnnl::memory src(e->src, engine, const_cast<float*>(a.data));
     dnnl::memory weights(e->weights, engine, const_cast<float*>(b.data));
     dnnl::memory dst(e->dst, engine, out);

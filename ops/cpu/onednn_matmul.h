@@ -21,8 +21,9 @@ struct FloatOperand {
 
 /// out (mt x nt, row stride ldo) = alpha * a (mt x K) @ b (K x nt) + (bias ? bias[0..nt)
 /// broadcast over the rows : beta * out), single-threaded, through oneDNN's matmul primitive
-/// (KILN_ONEDNN builds only). beta == 0 ignores out's contents. K must be at least 1. Throws
-/// kiln::Error naming the tile when oneDNN refuses it.
+/// (KILN_ONEDNN builds only). beta == 0 ignores out's contents. K must be at least 1, and a
+/// bias needs alpha == 1 (oneDNN would scale it). Throws kiln::Error naming the tile when
+/// oneDNN refuses it.
 void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
                         int64_t nt, int64_t K, float alpha, float beta, const float* bias);
 
