@@ -12,6 +12,9 @@
 //
 // --only grain prints instead what the parallel grains of ops/cpu/parallel.h rest on: the
 // cost of an OpenMP fork/join and the per-element costs of add and gelu on one thread.
+// --only mlp_profile prints the profiler's table (by op and shape) over the MLP rows' forwards.
+// The rows discard each result (as the PyTorch side's `op(x)` does), so one output buffer is
+// reused call after call on both sides.
 // --only stream is a probe for the large arrays (float [1024, 4096], 16 MiB each way): the
 // library's gelu and exp against a copy (clone: the memory traffic alone) and against the
 // same packet formula written here with non-temporal stores (no read-for-ownership of the
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
     for (const Unary& u : unaries) {
       if (!only.empty() && only != u.name) continue;
       Tensor y;
-      time_row(u.name, fmt::format("{}x4096", rows), threads, repeats, calls_for(x.numel()), [&] { y = u.op(x); });
+      time_row(u.name, fmt::format("{}x4096", rows), threads, repeats, calls_for(x.numel()), [&] { (void)u.op(x); });
     }
   }
   if (only == "grain") {
@@ -179,8 +182,25 @@ int main(int argc, char** argv) {
     nn::MLP mlp({1024, 4096, 1024}, nn::Activation::GELU);
     for (int64_t batch : {int64_t{64}, int64_t{1024}}) {
       const Tensor x = randn({batch, 1024});
-      Tensor y;
-      time_row("mlp", fmt::format("{}x1024", batch), threads, repeats, batch >= 1024 ? 2 : 10, [&] { y = mlp(x); });
+      time_row("mlp", fmt::format("{}x1024", batch), threads, repeats, batch >= 1024 ? 2 : 10, [&] { (void)mlp(x); });
+    }
+  }
+  if (only == "mlp_profile") {
+    // Where the MLP row's time goes: the profiler's table over `repeats` forwards per batch.
+    nn::MLP mlp({1024, 4096, 1024}, nn::Activation::GELU);
+    for (int64_t batch : {int64_t{64}, int64_t{1024}}) {
+      const Tensor x = randn({batch, 1024});
+      (void)mlp(x);  // warm-up
+      profiler::Profiler prof({.record_shapes = true});
+      {
+        profiler::ProfileGuard recording(prof);
+        for (int i = 0; i < repeats; ++i) {
+          profiler::RecordFunction scope("mlp_forward");
+          (void)mlp(x);
+        }
+      }
+      fmt::print("mlp_profile batch {} threads {}, {} forwards:\n{}\n", batch, threads, repeats,
+                 prof.key_averages(true).table({.sort_by = "cpu_time_total", .row_limit = 12}));
     }
   }
   return 0;

@@ -19,11 +19,12 @@ first-call costs included on both sides).
 After the table it prints the GEMM tile grids of a few shapes on the most threads (and two
 on one thread), each measured and estimated by the tile cost model (--no-grids skips them).
 
-  python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21] [--fashion-mnist DIR]
+  python3 bench/cpu_vs_torch.py [--build build] [--threads 1,2] [--repeats 21] [--rounds 1] [--fashion-mnist DIR]
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -152,6 +153,9 @@ def main():
     parser.add_argument("--fashion-mnist", metavar="DIR", help="add the CPU Fashion-MNIST epoch row (IDX .gz files in DIR)")
     parser.add_argument("--fm-epochs", type=int, default=2, help="epochs per Fashion-MNIST run (default 2)")
     parser.add_argument("--no-grids", action="store_true", help="skip the GEMM tile grid tables (cpu_linear grids)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="Kiln and PyTorch take turns this many times per thread count; the table shows the "
+                             "median of the rounds' medians and, with more than one round, each side's range")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bench", "cpu_linear")
     if not os.access(binary, os.X_OK):
@@ -161,22 +165,29 @@ def main():
         model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
     print(f"cpu_vs_torch: {model}, {os.cpu_count()} hardware threads; medians of {args.repeats} calls "
           f"after a warm-up; Kiln and PyTorch alternate per thread count")
-    rows = []
+    rows = []  # (name, threads, Kiln's medians, PyTorch's medians), one median per round
     for n in threads:
-        kiln = [run_kiln(binary, w["kiln"], n, args.repeats) for w in WORKLOADS]
-        torch = run_torch(args.torch_python, n, args.repeats)
+        kiln_rounds, torch_rounds = [], []
+        for _ in range(args.rounds):  # a slow spell of the machine then shows as one round's outlier
+            kiln_rounds.append([run_kiln(binary, w["kiln"], n, args.repeats) for w in WORKLOADS])
+            torch = run_torch(args.torch_python, n, args.repeats)
+            torch_rounds.append(torch["medians_ms"])
         if n == threads[0]:
             print(f"PyTorch {torch['version']}, BLAS loaded: {', '.join(torch['blas']) or 'none found'}")
             if any("/blas/libblas" in b for b in torch["blas"]):
                 print("WARNING: torch runs on Debian's reference BLAS (install libopenblas-dev for a fair comparison)")
-        for w, k, t in zip(WORKLOADS, kiln, torch["medians_ms"]):
-            rows.append((w["name"], n, k, t))
+        for i, w in enumerate(WORKLOADS):
+            rows.append((w["name"], n, [r[i] for r in kiln_rounds], [r[i] for r in torch_rounds]))
         if args.fashion_mnist:
             k, t = fashion_mnist_epoch_s(args.build, args.torch_python, args.fashion_mnist, args.fm_epochs, n)
-            rows.append(("Fashion-MNIST epoch (ms per epoch)", n, k * 1e3, t * 1e3))
-    print(f"\n{'workload':<34} {'threads':>7} {'Kiln ms':>10} {'PyTorch ms':>11} {'Kiln/PyTorch':>13}")
+            rows.append(("Fashion-MNIST epoch (ms per epoch)", n, [k * 1e3], [t * 1e3]))
+    spread = args.rounds > 1
+    print(f"\n{'workload':<34} {'threads':>7} {'Kiln ms':>10} {'PyTorch ms':>11} {'Kiln/PyTorch':>13}"
+          + ("   Kiln range, PyTorch range (ms)" if spread else ""))
     for name, n, k, t in rows:
-        print(f"{name:<34} {n:>7} {k:>10.3f} {t:>11.3f} {k / t:>12.2f}x")
+        km, tm = statistics.median(k), statistics.median(t)
+        ranges = f"   {min(k):.3f}-{max(k):.3f}, {min(t):.3f}-{max(t):.3f}" if spread and len(k) > 1 else ""
+        print(f"{name:<34} {n:>7} {km:>10.3f} {tm:>11.3f} {km / tm:>12.2f}x{ranges}")
     if not args.no_grids:
         print_grids(binary, threads[-1], args.repeats)
 

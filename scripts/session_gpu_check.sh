@@ -170,6 +170,7 @@ if has cpu; then
   timeout 300 python3 bench/cpu_elementwise_vs_torch.py --binary $B/bench/cpu_elementwise --threads 1,$nproc_all \
     >> "$OUT/cpu.txt" 2>&1; say "cpu_elementwise_vs_torch rc=$? at $(date +%T)"
   for t in 1 $nproc_all; do OMP_NUM_THREADS=$t timeout 60 $B/bench/cpu_elementwise --threads $t --repeats 11 --only stream >> "$OUT/cpu.txt" 2>&1; done
+  for t in 1 $nproc_all; do OMP_NUM_THREADS=$t timeout 90 $B/bench/cpu_elementwise --threads $t --repeats 10 --only mlp_profile >> "$OUT/cpu.txt" 2>&1; done
   cat "$OUT/cpu.txt" >> "$S"
 fi
 if has sm90; then

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -89,7 +90,18 @@ class OneThread {
   int saved_ = 1;
 };
 
+// Faults injected by onednn_matmul_inject_fault_for_testing, each taken by one event.
+std::atomic<int> injected_build_faults{0}, injected_scratchpad_faults{0};
+
+bool take_fault(std::atomic<int>& pending) {
+  int n = pending.load(std::memory_order_relaxed);
+  while (n > 0)
+    if (pending.compare_exchange_weak(n, n - 1)) return true;
+  return false;
+}
+
 std::shared_ptr<const Entry> build(const Key& k) {
+  if (take_fault(injected_build_faults)) throw dnnl::error(dnnl_unimplemented, "fault injected for testing");
   using dt = dnnl::memory::data_type;
   auto entry = std::make_shared<Entry>();
   entry->src = dnnl::memory::desc({k.mt, k.K}, dt::f32, dnnl::memory::dims{k.a_rs, k.a_cs});
@@ -156,7 +168,7 @@ void* scratchpad(size_t bytes) {
   thread_local Buffer buffer;
   if (bytes > buffer.size) {
     const size_t rounded = (bytes + 63) / 64 * 64;
-    void* grown = std::aligned_alloc(64, rounded);
+    void* grown = take_fault(injected_scratchpad_faults) ? nullptr : std::aligned_alloc(64, rounded);
     KILN_CHECK(grown != nullptr, "matmul: could not allocate oneDNN's {}-byte scratchpad", rounded);
     std::free(buffer.data);
     buffer.data = grown;
@@ -204,12 +216,17 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
 
 int64_t onednn_matmul_cached_primitives() { return cache().size(); }
 
+void onednn_matmul_inject_fault_for_testing(OnednnFault fault) {
+  ++(fault == OnednnFault::PrimitiveBuild ? injected_build_faults : injected_scratchpad_faults);
+}
+
 }  // namespace kiln::cpu
 
 #else  // without oneDNN: nothing calls the tile, and the cache is empty
 
 namespace kiln::cpu {
 int64_t onednn_matmul_cached_primitives() { return 0; }
+void onednn_matmul_inject_fault_for_testing(OnednnFault) {}
 }  // namespace kiln::cpu
 
 #endif

@@ -30,4 +30,14 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
 /// How many primitives the cache holds now (tests and benchmarks).
 int64_t onednn_matmul_cached_primitives();
 
+/// The failures onednn_matmul_inject_fault_for_testing can provoke.
+enum class OnednnFault {
+  PrimitiveBuild,  ///< oneDNN refuses a tile shape that is not cached yet
+  Scratchpad,      ///< a thread's scratchpad cannot grow (aligned_alloc returns nullptr)
+};
+
+/// Test hook: the next such event on any thread fails as the real failure would, so the
+/// error paths can be tested. Does nothing in builds without oneDNN.
+void onednn_matmul_inject_fault_for_testing(OnednnFault fault);
+
 }  // namespace kiln::cpu

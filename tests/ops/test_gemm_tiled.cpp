@@ -7,6 +7,9 @@
 // with 1, 2 and 3 OpenMP threads.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
 
 #include "ops/cpu/gemm_tiled.h"
 #include "ops/cpu/onednn_matmul.h"
@@ -326,6 +329,83 @@ TEST_CASE("the float tiles: beta = 0 ignores NaN in out, and one primitive serve
   for (int i = 0; i < 3; ++i) run();
   CHECK(cpu::onednn_matmul_cached_primitives() == cached);
   if (std::string(cpu::gemm_backend()).find("oneDNN") != std::string::npos) CHECK(cached >= 1);
+}
+
+namespace {
+
+// What f throws as a kiln::Error ("no error" when it returns; other exceptions propagate).
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("the float tiles: oneDNN refusing a tile or a scratchpad that cannot grow is a clear error, and nothing is lost") {
+  if (std::string(cpu::gemm_backend()).find("oneDNN") == std::string::npos) {
+    MESSAGE("SKIPPED: this build's CPU GEMM has no oneDNN tiles (KILN_ONEDNN off or libdnnl missing)");
+    return;
+  }
+  manual_seed(177);
+  const ThreadCountGuard guard;
+  // Shapes no other case uses, so their primitives are not cached yet.
+  const int64_t M = 41, K = 77, N = 59;
+  const Tensor x = random_eighths({M, K}, kFloat32), w = random_eighths({N, K}, kFloat32);
+  const Tensor bias = random_eighths({N}, kFloat32);
+  const Tensor x0 = x.clone(), w0 = w.clone(), bias0 = bias.clone();
+  const std::vector<double> expected = reference_gemm(x, w.t(), 1.0, bias, 0.0, Tensor());
+#ifdef _OPENMP
+  omp_set_num_threads(1);  // one tile: the whole product
+#endif
+  const int64_t cached = cpu::onednn_matmul_cached_primitives();
+  cpu::onednn_matmul_inject_fault_for_testing(cpu::OnednnFault::PrimitiveBuild);
+  const std::string refused = error_message([&] { (void)linear(x, w, bias); });
+  CHECK(refused.find("matmul: oneDNN's matmul failed") != std::string::npos);
+  CHECK(refused.find("41x59x77 tile") != std::string::npos);
+  CHECK(cpu::onednn_matmul_cached_primitives() == cached);  // nothing half-built is kept
+  // The inputs are intact and the next call works.
+  CHECK(values(x) == values(x0));
+  CHECK(values(w) == values(w0));
+  CHECK(values(bias) == values(bias0));
+  check_close(linear(x, w, bias), expected, {M, N}, Tolerance{0, 0});
+
+#ifdef _OPENMP
+  // Several tiles on a team: the refused tile's error leaves the parallel region as the same
+  // kiln::Error, on the calling thread.
+  omp_set_num_threads(3);
+  const int64_t M2 = 43, N2 = 61;
+  const Tensor a2 = random_eighths({M2, K}, kFloat32), w2 = random_eighths({N2, K}, kFloat32);
+  Tensor out2 = empty({M2, N2}, kFloat32);
+  const cpu::TileGrid grid{cpu::Split{M2, 8, 2}, cpu::Split{N2, 8, 2}};
+  const auto run_grid = [&] {
+    cpu::gemm_tiled_on_grid<float>(out2.data_ptr<float>(), {a2.data_ptr<float>(), M2, K, K, 1},
+                                   {w2.data_ptr<float>(), K, N2, 1, K}, 1.0f, 0.0f, nullptr, grid, 3);
+  };
+  cpu::onednn_matmul_inject_fault_for_testing(cpu::OnednnFault::PrimitiveBuild);
+  CHECK(error_message(run_grid).find("matmul: oneDNN's matmul failed") != std::string::npos);
+  run_grid();
+  check_close(out2, reference_gemm(a2, w2.t(), 1.0, Tensor(), 0.0, Tensor()), {M2, N2}, Tolerance{0, 0});
+  omp_set_num_threads(1);
+#endif
+
+  // A scratchpad that cannot grow: on a fresh thread (whose scratchpad is still empty), as
+  // an exhausted allocator would leave it.
+  std::string no_scratchpad;
+  std::thread fresh([&] {
+#ifdef _OPENMP
+    omp_set_num_threads(1);  // the tile on this thread, not on a pool thread whose scratchpad grew
+#endif
+    cpu::onednn_matmul_inject_fault_for_testing(cpu::OnednnFault::Scratchpad);
+    no_scratchpad = error_message([&] { (void)linear(x, w, bias); });
+  });
+  fresh.join();
+  CHECK(no_scratchpad.find("matmul: could not allocate oneDNN's") != std::string::npos);
+  CHECK(no_scratchpad.find("-byte scratchpad") != std::string::npos);
+  check_close(linear(x, w, bias), expected, {M, N}, Tolerance{0, 0});
 }
 
 #ifdef _OPENMP
