@@ -22,6 +22,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <type_traits>
 #include <vector>
@@ -223,13 +224,35 @@ namespace {
 // slowest thread, which on shared or many-core hosts costs far more (BENCHMARKS.md 9); set
 // at 5 us + 0.5 us per thread, they keep products of 64 x 64 x 64 whole (`cpu_linear fork`
 // measures a host's).
+//
+// The team's L2 term is a fit to the host's grid tables, not to the single-thread
+// calibration, which cannot see it: on the GPU machine's 16-core host (2 MiB of L2 per core;
+// BENCHMARKS.md 9, sixth session) tiles on 16 threads cost 21-24 ps per multiply-add when a
+// tile's panels of A and B fitted the L2, and 28-35 ps when they were 2.5-8 times larger: the
+// overflowing panels stream again from the shared L3, which the whole team contends for. In
+// a team of 16 the multiply-add costs 1 + spill min(2, log2(panels / L2)) times its fitted cost,
+// the panels being (rows + cols) min(K, 2048) elements (a longer K runs in blocks; counting
+// all of it chose, at 1024 x 1024 x 4096, a grid measured 23% slower than the best). The cap
+// keeps any team cheaper than one thread for a large product. At 0.25 per doubling the
+// host's tables at 1024 rows and K = 1024 pick 8 x 8 (6.1 and 6.5 ms in two calls, against 7.6
+// and 8.0 for the 4 x 4 chosen without the term), at K = 4096 (the batch-1024 MLP's second
+// GEMM) 9 x 7 (not measured; 8 x 8, 16 x 4 and 8 x 4 took 6.5-6.9 ms against 7.7 for the 8 x 2
+// chosen before), and the same grid as before for every other product there. A smaller team
+// contends less: the extra cost scales with (team - 1) / 15, so at 2 threads it is 1/15 of
+// that (on the 2-core VM, the full term moved (1024, 4096, 1024) from 2 x 1 to a 2 x 3 grid
+// measured 11% slower). Constants, not the machine's L2, so the grids stay a function of the
+// sizes and the thread count only.
 constexpr GemmCostModel kFloatModel{.call_ns = 1725.0,
                                     .pack_rows_ns = 0.06246,
                                     .pack_cols_ns = 0.1082,
                                     .mac_ns = 0.01022,
                                     .out_ns = 0.0,
                                     .fork_ns = 5000.0,
-                                    .fork_thread_ns = 500.0};
+                                    .fork_thread_ns = 500.0,
+                                    .team_l2_bytes = 2.0 * 1024 * 1024,
+                                    .team_l2_k = 2048.0,
+                                    .team_l2_spill = 0.25,
+                                    .team_l2_full_team = 16.0};
 
 // Double (Eigen's kernel): half the lanes per vector, so twice the time per multiply-add and
 // per packed element; not calibrated on its own.
@@ -239,7 +262,11 @@ constexpr GemmCostModel kDoubleModel{.call_ns = kFloatModel.call_ns,
                                      .mac_ns = 2.0 * kFloatModel.mac_ns,
                                      .out_ns = 2.0 * kFloatModel.out_ns,
                                      .fork_ns = kFloatModel.fork_ns,
-                                     .fork_thread_ns = kFloatModel.fork_thread_ns};
+                                     .fork_thread_ns = kFloatModel.fork_thread_ns,
+                                     .team_l2_bytes = kFloatModel.team_l2_bytes,
+                                     .team_l2_k = kFloatModel.team_l2_k,
+                                     .team_l2_spill = kFloatModel.team_l2_spill,
+                                     .team_l2_full_team = kFloatModel.team_l2_full_team};
 
 // No part below these (but a whole edge shorter than them; measured with the sgemm tiles
 // before the matmul primitive, not yet re-measured): oneDNN's sgemm runs tiles of 8-16
@@ -271,11 +298,18 @@ const GemmCostModel& gemm_cost_model() {
 }
 
 template <typename T>
-double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K) {
+double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K, int team) {
   const GemmCostModel& m = gemm_cost_model<T>();
   const double r = static_cast<double>(rows), c = static_cast<double>(cols), k = static_cast<double>(K);
   const double padded_cols = static_cast<double>((cols + kVectorFloats - 1) / kVectorFloats * kVectorFloats);
-  return m.call_ns + (m.pack_rows_ns * r + m.pack_cols_ns * c) * k + m.mac_ns * r * padded_cols * k + m.out_ns * r * c;
+  double mac_ns = m.mac_ns;
+  if (team > 1) {
+    const double panels = (r + c) * std::min(k, m.team_l2_k) * static_cast<double>(sizeof(T));
+    const double share = std::min(1.0, static_cast<double>(team - 1) / (m.team_l2_full_team - 1.0));
+    if (panels > m.team_l2_bytes)
+      mac_ns *= 1.0 + share * m.team_l2_spill * std::min(2.0, std::log2(panels / m.team_l2_bytes));
+  }
+  return m.call_ns + (m.pack_rows_ns * r + m.pack_cols_ns * c) * k + mac_ns * r * padded_cols * k + m.out_ns * r * c;
 }
 
 template <typename T>
@@ -286,7 +320,9 @@ double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads) {
   const int64_t waves = (tiles + team - 1) / team;
   // The region forks every thread (run_tiles says why), busy or not.
   const double fork = team > 1 ? m.fork_ns + m.fork_thread_ns * static_cast<double>(threads) : 0.0;
-  return fork + static_cast<double>(waves) * gemm_tile_cost_ns<T>(largest_part(grid.rows), largest_part(grid.cols), K);
+  return fork +
+         static_cast<double>(waves) *
+             gemm_tile_cost_ns<T>(largest_part(grid.rows), largest_part(grid.cols), K, static_cast<int>(team));
 }
 
 template <typename T>
@@ -324,8 +360,8 @@ TileGrid gemm_tile_grid(int64_t M, int64_t N, int64_t K, int threads) {
 
 template const GemmCostModel& gemm_cost_model<float>();
 template const GemmCostModel& gemm_cost_model<double>();
-template double gemm_tile_cost_ns<float>(int64_t, int64_t, int64_t);
-template double gemm_tile_cost_ns<double>(int64_t, int64_t, int64_t);
+template double gemm_tile_cost_ns<float>(int64_t, int64_t, int64_t, int);
+template double gemm_tile_cost_ns<double>(int64_t, int64_t, int64_t, int);
 template double gemm_grid_cost_ns<float>(int64_t, const TileGrid&, int);
 template double gemm_grid_cost_ns<double>(int64_t, const TileGrid&, int);
 template TileGrid gemm_tile_grid<float>(int64_t, int64_t, int64_t, int);

@@ -63,19 +63,24 @@ struct GemmCostModel {
   double out_ns;          // per output element (the bias written first, the result stored)
   double fork_ns;         // opening and closing a parallel region
   double fork_thread_ns;  // and per thread of its team
+  double team_l2_bytes;   // in a team: a core's L2, which a tile's panels of A and B should fit
+  double team_l2_k;       // the most of K the panels count
+  double team_l2_spill;   // the multiply-add's extra cost per doubling of the panels beyond the L2 (two at most)
+  double team_l2_full_team;  // in a team this large or larger; in a team of t, (t - 1) / (this - 1) of it
 };
 
 /// The cost model gemm_tile_grid<T> minimises.
 template <typename T>
 const GemmCostModel& gemm_cost_model();
 
-/// The estimated time of one tile call of rows x cols x K on one core.
+/// The estimated time of one tile call of rows x cols x K on one core, while team - 1 other
+/// threads run theirs (1: alone); in a team, panels that overflow the L2 cost more.
 template <typename T>
-double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K);
+double gemm_tile_cost_ns(int64_t rows, int64_t cols, int64_t K, int team = 1);
 
 /// The estimated time of a product with inner size K on `grid` with `threads` threads: with
 /// min(threads, tiles) of them busy, each takes ceil(tiles / busy) tiles of the largest
-/// tile's cost, plus a region of all `threads` when more than one is busy.
+/// tile's cost in a team of the busy ones, plus a region of all `threads` when that is more than one.
 template <typename T>
 double gemm_grid_cost_ns(int64_t K, const TileGrid& grid, int threads);
 
