@@ -322,6 +322,23 @@ TEST_CASE("the tiled GEMM with K = 0 writes the bias, zeros or beta * out into e
   }
 }
 
+namespace {
+
+// Whether this build runs the float tiles through oneDNN (KILN_ONEDNN with libdnnl found).
+bool onednn_tiles() { return std::string(cpu::gemm_backend()).find("oneDNN") != std::string::npos; }
+
+// What f throws as a kiln::Error ("no error" when it returns; other exceptions propagate).
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
 TEST_CASE("the float tiles: beta = 0 ignores NaN in out, and one primitive serves every call of a tile shape") {
   manual_seed(176);
   // NaN where the output starts: beta = 0 (and a bias) must not read it; exact eighths, so
@@ -347,25 +364,11 @@ TEST_CASE("the float tiles: beta = 0 ignores NaN in out, and one primitive serve
   const int64_t cached = cpu::onednn_matmul_cached_primitives();
   for (int i = 0; i < 3; ++i) run();
   CHECK(cpu::onednn_matmul_cached_primitives() == cached);
-  if (std::string(cpu::gemm_backend()).find("oneDNN") != std::string::npos) CHECK(cached >= 1);
+  if (onednn_tiles()) CHECK(cached >= 1);
 }
-
-namespace {
-
-// What f throws as a kiln::Error ("no error" when it returns; other exceptions propagate).
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
 
 TEST_CASE("the float tiles: oneDNN refusing a tile or a scratchpad that cannot grow is a clear error, and nothing is lost") {
-  if (std::string(cpu::gemm_backend()).find("oneDNN") == std::string::npos) {
+  if (!onednn_tiles()) {
     MESSAGE("SKIPPED: this build's CPU GEMM has no oneDNN tiles (KILN_ONEDNN off or libdnnl missing)");
     return;
   }
