@@ -5,8 +5,12 @@
 // libraries are opened at run time (dlopen), so this benchmark builds and runs without them
 // and reports the ones that are missing; Kiln itself never links them. Each library's result
 // is compared with Kiln's, and each is run twice to see whether it repeats its own bits.
+// --cblas PATH adds any other library that exports cblas_sgemm (e.g. PyTorch's libtorch_cpu.so,
+// whose MKL is the GEMM PyTorch's CPU linear runs), so it is timed in the same process.
+// "onednn +bias" is oneDNN's sgemm as a bias-carrying tile would run it: the bias written
+// into the output first, then sgemm with beta = 1.
 //
-//   cpu_blas [--shapes 64x1024x4096,1024x1024x4096] [--threads n] [--repeats 9]
+//   cpu_blas [--shapes 64x1024x4096,1024x1024x4096] [--threads n] [--repeats 9] [--cblas PATH ...]
 #include <dlfcn.h>
 #include <kiln/kiln.h>
 
@@ -45,11 +49,30 @@ void* open_first(std::initializer_list<const char*> names) {
   return nullptr;
 }
 
-std::vector<Library> open_libraries(int threads) {
+// A library named on the command line that exports cblas_sgemm (and maybe MKL's thread setter).
+void add_cblas(std::vector<Library>& libs, const std::string& path, int threads) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto sgemm = h ? reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm")) : nullptr;
+  if (!sgemm) {
+    fmt::print("--cblas {}: {}\n", path, h ? "no cblas_sgemm in it" : dlerror());
+    return;
+  }
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(h, "MKL_Set_Num_Threads"))) set(threads);
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  libs.push_back({"cblas " + base.substr(0, base.find('.')),
+                  [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k, int64_t n) {
+                    sgemm(101, 111, 112, int(m), int(n), int(k), 1.0f, x, int(k), w, int(k), 0.0f, out, int(n));
+                  }});
+}
+
+std::vector<Library> open_libraries(int threads, const std::vector<std::string>& extra_cblas) {
   std::vector<Library> libs;
+  for (const std::string& path : extra_cblas) add_cblas(libs, path, threads);
   if (void* h = open_first({"libopenblas.so.0", "libopenblas.so"})) {
     auto sgemm = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
     if (auto set = reinterpret_cast<SetThreads>(dlsym(h, "openblas_set_num_threads"))) set(threads);
+    if (auto core = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename")))
+      fmt::print("OpenBLAS kernels: {}\n", core());
     if (sgemm)
       libs.push_back({"openblas", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k, int64_t n) {
                         sgemm(101, 111, 112, int(m), int(n), int(k), 1.0f, x, int(k), w, int(k), 0.0f, out, int(n));
@@ -60,6 +83,9 @@ std::vector<Library> open_libraries(int threads) {
   if (void* h = open_first({"libblis.so.4", "libblis.so"})) {
     auto sgemm = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
     if (auto set = reinterpret_cast<SetThreads>(dlsym(h, "bli_thread_set_num_threads"))) set(threads);
+    auto arch_id = reinterpret_cast<int (*)()>(dlsym(h, "bli_arch_query_id"));
+    auto arch_name = reinterpret_cast<const char* (*)(int)>(dlsym(h, "bli_arch_string"));
+    if (arch_id && arch_name) fmt::print("BLIS kernels: {}\n", arch_name(arch_id()));
     if (sgemm)
       libs.push_back({"blis", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k, int64_t n) {
                         sgemm(101, 111, 112, int(m), int(n), int(k), 1.0f, x, int(k), w, int(k), 0.0f, out, int(n));
@@ -71,6 +97,13 @@ std::vector<Library> open_libraries(int threads) {
     if (auto sgemm = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"))) {
       libs.push_back({"onednn", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k, int64_t n) {
                         sgemm('N', 'T', m, n, k, 1.0f, x, k, w, k, 0.0f, out, n);
+                      }});
+      libs.push_back({"onednn +bias", [sgemm](const float* x, const float* w, float* out, int64_t m, int64_t k,
+                                              int64_t n) {
+                        // zeros stand in for the bias rows (the same stores), so the result still
+                        // compares with Kiln's mm
+                        for (int64_t i = 0; i < m; ++i) std::fill(out + i * n, out + (i + 1) * n, 0.0f);
+                        sgemm('N', 'T', m, n, k, 1.0f, x, k, w, k, 1.0f, out, n);
                       }});
       // Kiln's tile grid with oneDNN's kernel: threads take whole tiles, oneDNN runs
       // sequentially inside each (it does not nest inside an OpenMP region).
@@ -105,6 +138,7 @@ int main(int argc, char** argv) {
   std::vector<std::array<int64_t, 3>> shapes = {{64, 1024, 4096}, {1024, 1024, 4096}};
   int repeats = 9;
   int threads = 1;
+  std::vector<std::string> extra_cblas;
 #ifdef _OPENMP
   threads = omp_get_max_threads();
 #endif
@@ -122,6 +156,8 @@ int main(int argc, char** argv) {
       repeats = std::stoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::stoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--cblas") == 0 && i + 1 < argc) {
+      extra_cblas.push_back(argv[++i]);
     }
   }
 #ifdef _OPENMP
@@ -130,7 +166,7 @@ int main(int argc, char** argv) {
   fmt::print("cpu_blas: float32 out[M, N] = x[M, K] @ w[N, K]^T, {}, {} thread(s)\n", bench::machine_description(),
              threads);
   fmt::print("Kiln's CPU GEMM: {}\n", cpu::gemm_backend());
-  const std::vector<Library> libs = open_libraries(threads);
+  const std::vector<Library> libs = open_libraries(threads, extra_cblas);
   fmt::print("median ms of {} rounds after one warm-up, the variants taking turns; GFLOP/s = 2MNK / time;\n"
              "'repeats' says whether a second call gave the same bits; diff = max |x - Kiln mm|\n\n",
              repeats);
@@ -151,12 +187,12 @@ int main(int argc, char** argv) {
       turns.add(libs[l].name, 1, [&, l] { libs[l].gemm(x.data_ptr<float>(), w.data_ptr<float>(), outs[l].data(), m, k, n); });
     turns.run(repeats);
     const double flops = 2.0 * static_cast<double>(m) * n * k;
-    fmt::print("M={} K={} N={}\n{:>12}  {:>9}  {:>9}  {:>8}  {:>9}\n", m, k, n, "variant", "ms", "GFLOP/s", "repeats",
+    fmt::print("M={} K={} N={}\n{:>18}  {:>9}  {:>9}  {:>8}  {:>9}\n", m, k, n, "variant", "ms", "GFLOP/s", "repeats",
                "diff");
     const float* ref = prod.data_ptr<float>();
     auto row = [&](const std::string& name, const float* got, bool repeats_bits) {
       const double s = turns.median_ns(name) * 1e-9;
-      fmt::print("{:>12}  {:>9.3f}  {:>9.1f}  {:>8}  {:>9.2e}\n", name, s * 1e3, flops / s / 1e9,
+      fmt::print("{:>18}  {:>9.3f}  {:>9.1f}  {:>8}  {:>9.2e}\n", name, s * 1e3, flops / s / 1e9,
                  repeats_bits ? "yes" : "NO", got ? max_abs_diff(got, ref, m * n) : 0.0);
     };
     {

@@ -23,11 +23,14 @@
 //   skinny_gemm          a table
 //   skinny_gemm --csv    one CSV row per case
 //   skinny_gemm --mlp-only   the MLP block's rows alone
+//   skinny_gemm --trace      where the sm_90a kernel's time goes: per-CTA %globaltimer stamps
+//                            (SkinnyGemmArgs::trace) of single launches and of the block's pair
 #include <kiln/kiln.h>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -143,13 +146,133 @@ double time_us(Problem& p, const std::function<void(const Tensor& w)>& call, cud
   return bench::median_gpu_ms(pass, s, /*iters=*/1, kRepeats, /*warmup=*/1) / sets * 1e3;
 }
 
+/// Per-CTA stamps of one traced launch (SkinnyGemmArgs::trace), read back from the device.
+struct Trace {
+  static constexpr int kPoints = 8;  ///< stamps per CTA (SkinnyGemmArgs::trace)
+  static constexpr int64_t kMaxCtas = 4096;
+  using Stamps = std::array<uint64_t, kPoints>;
+  Tensor device = zeros({kMaxCtas * kPoints}, TensorOptions(kInt64).device(Device::cuda(0)));
+  std::vector<Stamps> ctas;  ///< the CTAs that ran (entry stamp set)
+  unsigned long long* ptr() { return reinterpret_cast<unsigned long long*>(device.data_ptr()); }
+  void read() {
+    const Tensor host = device.cpu();
+    const auto* v = static_cast<const uint64_t*>(host.data_ptr());
+    ctas.clear();
+    for (int64_t c = 0; c < kMaxCtas; ++c) {
+      if (v[c * kPoints] == 0) continue;
+      Stamps st;
+      std::copy(v + c * kPoints, v + (c + 1) * kPoints, st.begin());
+      ctas.push_back(st);
+    }
+    device.zero_();
+  }
+  uint64_t first_entry() const {
+    uint64_t t = ~uint64_t{0};
+    for (const auto& c : ctas) t = std::min(t, c[0]);
+    return t;
+  }
+  uint64_t last_exit() const {
+    uint64_t t = 0;
+    for (const auto& c : ctas) t = std::max(t, c[kPoints - 1]);
+    return t;
+  }
+};
+
+/// One traced kernel's phases in us after `base`: each stamp's min / median / max over the CTAs,
+/// then each phase's median length per CTA.
+void print_trace(const std::string& name, const Trace& t, uint64_t base) {
+  static const char* stamp_names[Trace::kPoints] = {"entry",     "waited",       "1st stage",   "mainloop",
+                                                    "exchanged", "1st group in", "last stored", "exit"};
+  fmt::print("    {} ({} CTAs): span {:.2f} us (first entry -> last exit)\n", name, t.ctas.size(),
+             (t.last_exit() - t.first_entry()) * 1e-3);
+  std::vector<double> v(t.ctas.size());
+  auto stats = [&](auto value) {
+    for (size_t c = 0; c < t.ctas.size(); ++c) v[c] = value(t.ctas[c]);
+    std::sort(v.begin(), v.end());
+    return std::array<double, 3>{v.front(), v[v.size() / 2], v.back()};
+  };
+  std::string line = "      at (min/med/max us):";
+  for (int j = 0; j < Trace::kPoints; ++j) {
+    const auto a = stats([&](const Trace::Stamps& c) { return (static_cast<double>(c[j]) - base) * 1e-3; });
+    line += fmt::format(" {} {:.2f}/{:.2f}/{:.2f};", stamp_names[j], a[0], a[1], a[2]);
+  }
+  fmt::print("{}\n", line);
+  line = "      phase lengths (med/max us):";
+  for (int j = 1; j < Trace::kPoints; ++j) {
+    const auto a = stats([&](const Trace::Stamps& c) { return (static_cast<double>(c[j]) - c[j - 1]) * 1e-3; });
+    line += fmt::format(" {}->{} {:.2f}/{:.2f};", stamp_names[j - 1], stamp_names[j], a[1], a[2]);
+  }
+  fmt::print("{}\n", line);
+}
+
+/// --trace: the sm_90a kernel's phases, single launches (weights from DRAM or L2) and the MLP
+/// block's pair back to back; of 9 runs each, the one with the median span is printed.
+void run_trace(int64_t l2, cudaStream_t s) {
+  Problem up(64, 1024, 4096, l2), down(64, 4096, 1024, l2);
+  Trace ta, tb;
+  struct Case {
+    std::string name;
+    bool pair, warm;
+    int split, stages;
+  };
+  const std::vector<Case> cases = {{"up (64,1024,4096) gelu, weights in DRAM", false, false, 0, 0},
+                                   {"up, weights in L2", false, true, 0, 0},
+                                   {"up, split 1", false, false, 1, 0},
+                                   {"up, split 4", false, false, 4, 0},
+                                   {"up, 8-stage ring", false, false, 0, 8},
+                                   {"block pair: up gelu then down (64,4096,1024), back to back", true, false, 0, 0}};
+  for (const Case& c : cases) {
+    struct Run {
+      double span;
+      Trace a, b;
+    };
+    std::vector<Run> runs;
+    for (int r = 0; r < 9; ++r) {
+      const Tensor& w1 = up.weight();
+      const Tensor& w2 = down.weight();
+      auto launch_up = [&](unsigned long long* trace) {
+        SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, 64, 4096, 1024,
+                                             up.x.data_ptr(), w1.data_ptr(), up.bias.data_ptr(), up.out.data_ptr());
+        a.kernel = SkinnyKernel::Wgmma;
+        a.split_k = c.split;
+        a.stages = c.stages;
+        a.trace = trace;
+        skinny_gemm(a, s);
+      };
+      if (c.warm) launch_up(nullptr);
+      cuda::synchronize();
+      launch_up(ta.ptr());
+      if (c.pair) {
+        SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 1024, 4096,
+                                             up.out.data_ptr(), w2.data_ptr(), down.bias.data_ptr(), down.out.data_ptr());
+        a.kernel = SkinnyKernel::Wgmma;
+        a.trace = tb.ptr();
+        skinny_gemm(a, s);
+      }
+      cuda::synchronize();
+      ta.read();
+      if (c.pair) tb.read();
+      const double span = ((c.pair ? tb.last_exit() : ta.last_exit()) - ta.first_entry()) * 1e-3;
+      runs.push_back({span, ta, tb});
+    }
+    std::sort(runs.begin(), runs.end(), [](const Run& x, const Run& y) { return x.span < y.span; });
+    const Run& med = runs[runs.size() / 2];
+    fmt::print("  {}: median span {:.2f} us (of {:.2f}-{:.2f})\n", c.name, med.span, runs.front().span,
+               runs.back().span);
+    const uint64_t base = med.a.first_entry();
+    print_trace("up", med.a, base);
+    if (c.pair) print_trace("down", med.b, base);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool csv = false, mlp_only = false;
+  bool csv = false, mlp_only = false, trace = false;
   for (int i = 1; i < argc; ++i) {
     csv = csv || std::strcmp(argv[i], "--csv") == 0;
     mlp_only = mlp_only || std::strcmp(argv[i], "--mlp-only") == 0;
+    trace = trace || std::strcmp(argv[i], "--trace") == 0;
   }
   if (!cuda::is_available()) {
     fmt::print("skinny_gemm: no GPU visible, nothing to measure\n");
@@ -163,6 +286,12 @@ int main(int argc, char** argv) {
   const bool wg = skinny_wgmma_ready();
   constexpr SkinnyKernel kWg = SkinnyKernel::Wgmma;
   if (!wg) fmt::print("(no sm_90a skinny kernel on this device: the wg rows are left out)\n");
+  if (trace) {
+    if (!wg) return 0;
+    fmt::print("skinny_gemm --trace on {}: the sm_90a kernel's per-CTA %globaltimer stamps, bfloat16\n", props.name);
+    run_trace(l2, s);
+    return 0;
+  }
   if (csv) fmt::print("section,variant,m,k,n,us,weight_gbps\n");
   else
     fmt::print("skinny_gemm on {} (L2 {} MiB), bfloat16: median of {} passes over rotating weight sets, us per call\n",

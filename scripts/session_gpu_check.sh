@@ -6,7 +6,7 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
-# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe cpu
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe blas cpu
 #  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
 #  beside the library's build and then runs scripts/sm90_gpu_check.sh with the environment's VARIANTS, BENCH,
 #  PROFILE, ABTEST, ABTEST_SHAPES, SANITIZE, SKIP_SANITIZE ... into $OUT/sm90. PACK=1 leaves two files in $OUT,
@@ -163,6 +163,24 @@ for args, extra in runs:
           "majflt", d("ru_majflt"), "vol_cs", d("ru_nvcsw"), "invol_cs", d("ru_nivcsw"), flush=True)
 PY
   say "cpuprobe rc=$? at $(date +%T)"; cat "$OUT/cpuprobe.txt" >> "$S"
+fi
+if has blas; then
+  # Issue 17: the BLAS libraries Debian packages (OpenBLAS, BLIS: .deps/blas.tar.xz, made from
+  # libopenblas0-openmp and libblis4-openmp with libgfortran5) beside Kiln's GEMM and oneDNN's
+  # sgemm, in one process per thread count (bench/cpu_blas), one thread twice.
+  if [ -e .deps/blas.tar.xz ]; then
+    tar xJf .deps/blas.tar.xz -C /tmp
+    blas_path=/tmp/blas_pkg/openblas:/tmp/blas_pkg/blis:${LD_LIBRARY_PATH:-}
+  fi
+  # PyTorch's MKL (its CPU linear's GEMM) in the same process, through libtorch_cpu.so's cblas_sgemm;
+  # OpenBLAS told the core type, as its detection reads the host's virtual CPU as an old one.
+  torch_cpu=$(python3 -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cpu.so'))" 2>/dev/null)
+  for t in 1 1 $nproc_all; do
+    LD_LIBRARY_PATH=${blas_path:-${LD_LIBRARY_PATH:-}} OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$t timeout 200 \
+      $B/bench/cpu_blas --threads $t ${torch_cpu:+--cblas $torch_cpu} --shapes ${BLAS_SHAPES:-1024x1024x4096,1024x4096x1024,64x1024x4096,64x4096x1024} --repeats 11 >> "$OUT/blas.txt" 2>&1
+    say "cpu_blas $t thread(s) rc=$? at $(date +%T)"
+  done
+  cat "$OUT/blas.txt" >> "$S"
 fi
 if has cpu; then
   timeout 400 python3 bench/cpu_vs_torch.py --build $B --threads 1,$nproc_all --repeats 11 --torch-python python3 ${CPU_ARGS:-} \

@@ -70,6 +70,12 @@ struct SkinnyGemmArgs {
   /// The sm_90a kernel asks L2 to prefetch its share of w before it waits for the previous
   /// kernel (safe: skinny_wgmma.cu); false is a benchmark's comparison.
   bool prefetch_l2 = true;
+  /// Benchmark only: the sm_90a kernel writes each CTA's %globaltimer stamps here (CTA c =
+  /// blockIdx.y * gridDim.x + blockIdx.x at [8 c, 8 c + 8): entry, past the wait for the previous
+  /// kernel, first stage landed, mainloop done, partials exchanged, the epilogue's first group
+  /// summed, its last stored, exit). It must hold 8 x the grid's CTAs (at most 8 x 8 x
+  /// ceil(n / 64) x ceil(m / 128 or less)); null: no stamps.
+  unsigned long long* trace = nullptr;
 };
 
 /// The arguments for dense row-major operands, x [m, k], w [n, k], bias [n] (or null) and

@@ -22,6 +22,7 @@
 #include "../unary_math.h"
 #include "device_types.cuh"
 #include "gelu_fast.cuh"
+#include "sm90_ptx.cuh"
 
 namespace kiln::cuda_kernels::skinny {
 
@@ -46,7 +47,14 @@ struct Params {
   uint32_t vec_pre = 0;         ///< likewise pre
   int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
   uint32_t prefetch_l2 = 0;     ///< the sm_90a kernel prefetches its share of w into L2 before its wait
+  /// Benchmark only (the sm_90a kernel): per CTA kSkinnyTracePoints %globaltimer stamps, or null.
+  unsigned long long* trace = nullptr;
 };
+
+/// The stamps a traced sm_90a CTA writes (Params::trace), in this order: entry, past
+/// griddepcontrol.wait, first stage landed, mainloop done, partials exchanged (past the first
+/// cluster barrier), the epilogue's first group summed, its last group stored, exit.
+inline constexpr int kSkinnyTracePoints = 8;
 
 /// out from the rounded pre-activation h, as the unfused op computes it.
 template <typename T, Epi E>
@@ -93,62 +101,115 @@ __device__ __forceinline__ float4 sum_in_rank_order(const float4 (&t)[kMaxSplit]
   return s;
 }
 
-/// One 4-column group's rounding, given its fp32 sums `s` at columns n.. (cnt of them real):
-/// h = round16(s + bias), o = activate(h), as the unfused linear then activation rounds.
+/// One 4-column group's rounding, given its fp32 sums `s` and its bias `b` (used when has_bias):
+/// h = round16(s + b), o = activate(h), as the unfused linear then activation rounds.
 template <typename T, Epi E>
-__device__ __forceinline__ void round_group(const float4& s, const T* bias, int n, int cnt, T (&h)[4], T (&o)[4]) {
+__device__ __forceinline__ void round_group(const float4& s, const float (&b)[4], bool has_bias, T (&h)[4],
+                                            T (&o)[4]) {
   float v[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     // acc + bias rounded once, as cuBLASLt's bias epilogue; no bias: acc itself (adding
     // 0 would turn -0 into +0).
-    if (bias != nullptr && i < cnt) v[i] += widen(bias[n + i]);
+    if (has_bias) v[i] += b[i];
     h[i] = narrow<T>(v[i]);
     o[i] = activate<T, E>(h[i]);
   }
 }
 
+/// The bias of columns n.. (cnt of them real; the rest 0), widened to float.
+template <typename T>
+__device__ __forceinline__ void load_bias4(const T* bias, int n, int cnt, float (&b)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) b[i] = bias != nullptr && i < cnt ? widen(bias[n + i]) : 0.0f;
+}
+
+/// round_group with the bias read from `bias` (or none when null).
+template <typename T, Epi E>
+__device__ __forceinline__ void round_group(const float4& s, const T* bias, int n, int cnt, T (&h)[4], T (&o)[4]) {
+  float b[4];
+  load_bias4(bias, n, cnt, b);
+  round_group<T, E>(s, b, bias != nullptr, h, o);
+}
+
+/// Which 4 columns of the tile this thread's epilogue groups are at: the groups a thread takes
+/// are Threads apart, a multiple of the groups per row, so they all share one column offset.
+template <int BN, int Threads>
+__device__ __forceinline__ int epilogue_column(int split, int rank, int m_valid, int tid) {
+  constexpr int kGroupsPerRow = BN / 4;
+  static_assert(Threads % kGroupsPerRow == 0, "a thread's epilogue groups share their columns");
+  const int per_rank = (m_valid * kGroupsPerRow + split - 1) / split;
+  return (rank * per_rank + tid) % kGroupsPerRow * 4;
+}
+
+/// The bias of this thread's epilogue columns (epilogue_column), to be read once, early: a
+/// kernel loads it before its mainloop, so the epilogue does not wait on it per group.
+template <typename T, int BN, int Threads>
+__device__ __forceinline__ void epilogue_bias(const Params& p, int split, int rank, int n0, int m_valid, int tid,
+                                              float (&b)[4]) {
+  const int n = n0 + epilogue_column<BN, Threads>(split, rank, m_valid, tid);
+  load_bias4(static_cast<const T*>(p.bias), n, min(p.n - n, 4), b);
+}
+
 /// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
 /// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
-/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset.
+/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4` is
+/// epilogue_bias(). The partials of a thread's next group are loaded before the current one
+/// is rounded and stored, so one distributed-shared-memory latency overlaps the other's work.
 template <typename T, int BN, int RedLd, int Threads, Epi E>
 __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
-                                                 int64_t m0, int m_valid, int tid) {
+                                                 int64_t m0, int m_valid, int tid, const float (&bias4)[4],
+                                                 unsigned long long* stamps = nullptr) {
   constexpr int kGroupsPerRow = BN / 4;
   const int groups = m_valid * kGroupsPerRow;
   const int per_rank = (groups + split - 1) / split;
   const int g_begin = rank * per_rank;
   const int g_end = min(g_begin + per_rank, groups);
-  const T* bias = static_cast<const T*>(p.bias);
-  for (int g = g_begin + tid; g < g_end; g += Threads) {
-    const int m = g / kGroupsPerRow;
-    const int nl = (g - m * kGroupsPerRow) * 4;
-    const int n = n0 + nl;
-    if (n >= p.n) continue;
-    const int offset = m * RedLd + nl;
-    // Every rank's partial first (independent loads: one distributed-shared-memory latency,
-    // not one per rank), then the sum in rank order.
-    float4 t[kMaxSplit];
+  const int nl = epilogue_column<BN, Threads>(split, rank, m_valid, tid);  // the same for all of them
+  const int n = n0 + nl;
+  const int cnt = min(p.n - n, 4);
+  const bool has_bias = p.bias != nullptr;
+  // Every rank's partial tile, mapped once.
+  const float* src[kMaxSplit];
 #pragma unroll
-    for (int r = 0; r < kMaxSplit; ++r) {
-      if (r < split) {
-        const float* src = red;
+  for (int r = 0; r < kMaxSplit; ++r) {
+    src[r] = red;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        if (split > 1) src = cooperative_groups::this_cluster().map_shared_rank(red, r);
+    if (split > 1 && r < split) src[r] = cooperative_groups::this_cluster().map_shared_rank(red, r);
 #endif
-        t[r] = *reinterpret_cast<const float4*>(src + offset);
+  }
+  // Every rank's partial of group g (independent loads: one latency, not one per rank).
+  auto load = [&](int g, float4 (&t)[kMaxSplit]) {
+    const int offset = g / kGroupsPerRow * RedLd + nl;
+#pragma unroll
+    for (int r = 0; r < kMaxSplit; ++r)
+      if (r < split) t[r] = *reinterpret_cast<const float4*>(src[r] + offset);
+  };
+  float4 cur[kMaxSplit], next[kMaxSplit];
+  int g = g_begin + tid;
+  if (g < g_end) load(g, cur);
+  for (; g < g_end; g += Threads) {
+    const bool more = g + Threads < g_end;
+    if (more) load(g + Threads, next);
+    if (cnt > 0) {
+      const float4 s = sum_in_rank_order(cur, split);
+      if (stamps != nullptr && g == g_begin + tid) {  // (benchmark: the sum waited for the partials)
+        asm volatile("" ::"f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w));
+        stamps[0] = sm90::global_timer_ns();
+      }
+      T h[4], o[4];
+      round_group<T, E>(s, bias4, has_bias, h, o);
+      const int64_t row = m0 + g / kGroupsPerRow;
+      store4(static_cast<T*>(p.out) + row * p.ldo + n, o, cnt, p.vec_out != 0);
+      if constexpr (E != Epi::Bias) {
+        if (p.pre != nullptr) store4(static_cast<T*>(p.pre) + row * p.ldp + n, h, cnt, p.vec_pre != 0);
       }
     }
-    const float4 s = sum_in_rank_order(t, split);
-    const int cnt = min(p.n - n, 4);
-    T h[4], o[4];
-    round_group<T, E>(s, bias, n, cnt, h, o);
-    const int64_t row = m0 + m;
-    store4(static_cast<T*>(p.out) + row * p.ldo + n, o, cnt, p.vec_out != 0);
-    if constexpr (E != Epi::Bias) {
-      if (p.pre != nullptr) store4(static_cast<T*>(p.pre) + row * p.ldp + n, h, cnt, p.vec_pre != 0);
-    }
+    if (more)
+#pragma unroll
+      for (int r = 0; r < kMaxSplit; ++r) cur[r] = next[r];
   }
+  if (stamps != nullptr) stamps[1] = sm90::global_timer_ns();
 }
 
 }  // namespace kiln::cuda_kernels::skinny

@@ -243,6 +243,9 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
       *dst = s;
     }
   }
+  // The epilogue's bias, loaded before the cluster barrier so that its latency overlaps it.
+  float bias4[4];
+  epilogue_bias<T, BN, Cfg::kThreads>(p, split, rank, n0, m_valid, tid, bias4);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
@@ -253,7 +256,7 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
 #endif
 
   // This rank's slice of the tile's 4-column groups (rows past m_valid are not stored).
-  split_k_epilogue<T, BN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid);
+  split_k_epilogue<T, BN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (split > 1) cluster.sync();  // the others may still be reading our partials
 #endif

@@ -116,6 +116,10 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   const int m_valid = p.m - m0 < BM ? p.m - m0 : BM;
   const int kb_begin = rank * p.blocks_per_rank;
   const int nkb = max(min(kb_begin + p.blocks_per_rank, p.k_blocks) - kb_begin, 0);
+  // Benchmark stamps (Params::trace), kept by thread 0 in registers and stored at the exit.
+  unsigned long long stamps[kSkinnyTracePoints] = {};
+  const bool traced = p.trace != nullptr && tid == 0;
+  if (traced) stamps[0] = sm90::global_timer_ns();
 
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
@@ -131,6 +135,11 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   // us early (the L2 prefetch above brings nothing into the CTA).
   sm90::griddepcontrol_wait();
   sm90::griddepcontrol_launch_dependents();
+  if (traced) stamps[1] = sm90::global_timer_ns();
+  // The epilogue's bias, read now (after the wait: a previous kernel may write it) so that its
+  // latency hides under the mainloop instead of stalling the epilogue.
+  float bias4[4];
+  epilogue_bias<T, Cfg::kBlockN, Cfg::kThreads>(p, split, rank, n0, m_valid, tid, bias4);
 
   // Local block i (k block kb_begin + i) into stage i % stages (thread 0 only).
   auto issue = [&](int i) {
@@ -153,6 +162,7 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   for (int i = 0; i < nkb; ++i) {
     const int s = i % stages;
     sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / stages) & 1u);
+    if (traced && i == 0) stamps[2] = sm90::global_timer_ns();
     const uint32_t a = ring + s * Cfg::kStageBytes;
     const uint64_t desc_a = sm90::smem_descriptor_sw128(a);
     const uint64_t desc_b = sm90::smem_descriptor_sw128(a + Cfg::kWBytes);
@@ -180,6 +190,7 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   for (int t = 0; t < Cfg::kAtoms; ++t)
 #pragma unroll
     for (int j = 0; j < Cfg::kAccumulators; ++j) sm90::fence_operand(acc[t][j]);
+  if (traced) stamps[3] = sm90::global_timer_ns();
 
   // The partial tile, [m][n]: in atom t, thread i holds D rows (n) 64 t + 16 (i / 32) +
   // (i % 32) / 4 and + 8, columns (m) 8 j + 2 (i % 4) and + 1, as d[4j], d[4j + 1] (row n) and
@@ -201,8 +212,16 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   }
   if (split > 1) sm90::cluster_sync();  // release our partial, acquire the others'
   else __syncthreads();
-  split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid);
+  if (traced) stamps[4] = sm90::global_timer_ns();
+  split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
+                                                                   traced ? stamps + 5 : nullptr);
   if (split > 1) sm90::cluster_sync();  // the others may still be reading our partial
+  if (traced) {
+    stamps[7] = sm90::global_timer_ns();
+    unsigned long long* row = p.trace + (static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kSkinnyTracePoints;
+#pragma unroll
+    for (int j = 0; j < kSkinnyTracePoints; ++j) row[j] = stamps[j];
+  }
 #endif  // KILN_SM90A_DEVICE
 }
 

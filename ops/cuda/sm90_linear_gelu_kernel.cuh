@@ -131,11 +131,6 @@ struct TileConfig {
 inline constexpr int kTimingSlots = 16;
 #endif
 #if defined(KILN_SM90_BENCH_HOOKS) && defined(KILN_SM90A_DEVICE)
-__device__ __forceinline__ unsigned long long global_timer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 #define KILN_SM90_TIMING(...) __VA_ARGS__
 #else
 #define KILN_SM90_TIMING(...)

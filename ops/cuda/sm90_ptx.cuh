@@ -235,4 +235,12 @@ __device__ __forceinline__ void griddepcontrol_launch_dependents() {
 
 #endif  // KILN_SM90A_DEVICE
 
+/// The GPU's global nanosecond timer (one clock for every SM; benchmarks' in-kernel stamps).
+/// Legal on every architecture, so outside the sm_90a guard.
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 }  // namespace kiln::cuda_kernels::sm90
