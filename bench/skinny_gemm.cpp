@@ -106,7 +106,8 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
                    cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
-                   bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true) {
+                   bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true,
+                   int epilogue_batch = 0) {
   SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, e, x.sizes()[0], w.sizes()[0], x.sizes()[1],
                                        x.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr());
   a.split_k = split_k;
@@ -116,6 +117,7 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.block_n = block_n;
   a.stages = stages;
   a.prefetch_l2 = prefetch_l2;
+  a.epilogue_batch = epilogue_batch;
   skinny_gemm(a, s);
 }
 
@@ -213,14 +215,19 @@ void run_trace(int64_t l2, cudaStream_t s) {
   struct Case {
     std::string name;
     bool pair, warm;
-    int split, stages;
+    int split, stages, batch, bn = 0;  // 0: the defaults
   };
-  const std::vector<Case> cases = {{"up (64,1024,4096) gelu, weights in DRAM", false, false, 0, 0},
-                                   {"up, weights in L2", false, true, 0, 0},
-                                   {"up, split 1", false, false, 1, 0},
-                                   {"up, split 4", false, false, 4, 0},
-                                   {"up, 8-stage ring", false, false, 0, 8},
-                                   {"block pair: up gelu then down (64,4096,1024), back to back", true, false, 0, 0}};
+  const std::vector<Case> cases = {
+      {"up (64,1024,4096) gelu, weights in DRAM", false, false, 0, 0, 0},
+      {"up, weights in DRAM, epilogue one group at a time", false, false, 0, 0, 1},
+      {"up, weights in L2", false, true, 0, 0, 0},
+      {"up, split 1", false, false, 1, 0, 0},
+      {"up, split 1, epilogue one group at a time", false, false, 1, 0, 1},
+      {"up, split 4", false, false, 4, 0, 0},
+      {"up, 8-stage ring", false, false, 0, 8, 0},
+      {"up, 128 rows of w per CTA", false, false, 0, 0, 0, 128},
+      {"block pair: up gelu then down (64,4096,1024), back to back", true, false, 0, 0, 0},
+      {"block pair, epilogues one group at a time", true, false, 0, 0, 1}};
   for (const Case& c : cases) {
     struct Run {
       double span;
@@ -236,6 +243,8 @@ void run_trace(int64_t l2, cudaStream_t s) {
         a.kernel = SkinnyKernel::Wgmma;
         a.split_k = c.split;
         a.stages = c.stages;
+        a.epilogue_batch = c.batch;
+        a.block_n = c.bn;
         a.trace = trace;
         skinny_gemm(a, s);
       };
@@ -246,6 +255,7 @@ void run_trace(int64_t l2, cudaStream_t s) {
         SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, SkinnyEpilogue::Bias, 64, 1024, 4096,
                                              up.out.data_ptr(), w2.data_ptr(), down.bias.data_ptr(), down.out.data_ptr());
         a.kernel = SkinnyKernel::Wgmma;
+        a.epilogue_batch = c.batch;
         a.trace = tb.ptr();
         skinny_gemm(a, s);
       }
@@ -376,7 +386,8 @@ int main(int argc, char** argv) {
     // 0: cuBLASLt + gelu + cuBLASLt; 1: the portable kernels; 2: the sm_90a kernels without
     // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
     // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
-    // 7: the default ring without the prefetch.
+    // 7: the default ring without the prefetch; 9: the default with the epilogues taking one
+    // group per thread at a time (before 2026-12-03).
     auto block = [&](int how) {
       auto pass = [&] {
         for (int i = 0; i < sets; ++i) {
@@ -387,11 +398,12 @@ int main(int argc, char** argv) {
           } else if (how >= 2) {
             const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
             const int stages = how == 6 ? 8 : 0;
-            const bool prefetch = how < 6;
+            const bool prefetch = how < 6 || how == 9;
+            const int batch = how == 9 ? 1 : 0;
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn, stages,
-                          prefetch);
+                          prefetch, batch);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn, stages,
-                          prefetch);
+                          prefetch, batch);
           } else if (how == 1) {
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
@@ -407,7 +419,7 @@ int main(int argc, char** argv) {
     const double lt = block(0), sk = block(1);
     const double wg2 = wg ? block(2) : 0.0, wg3 = wg ? block(3) : 0.0, wg4 = wg ? block(4) : 0.0,
                  wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0,
-                 one = blk ? block(8) : 0.0;
+                 one = blk ? block(8) : 0.0, wg9 = wg ? block(9) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
       fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
@@ -415,6 +427,7 @@ int main(int argc, char** argv) {
       fmt::print("mlp,wg+g+wg 8st no-prefetch,64,1024,4096,{:.2f},0\nmlp,wg+g+wg no-prefetch,64,1024,4096,{:.2f},0\n",
                  wg6, wg7);
       fmt::print("mlp,block kernel,64,1024,4096,{:.2f},0\n", one);
+      fmt::print("mlp,wg+g+wg epilogue batch 1,64,1024,4096,{:.2f},0\n", wg9);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
@@ -424,6 +437,9 @@ int main(int argc, char** argv) {
       fmt::print("  mlp block M=64: 8-stage ring without L2 prefetch (before) {:.2f} us, default ring without "
                  "prefetch {:.2f} us, default (ring + prefetch) {:.2f} us\n",
                  wg6, wg7, wg3);
+      fmt::print("  mlp block M=64: epilogues one group per thread at a time (before) {:.2f} us, a batch at once "
+                 "(default) {:.2f} us\n",
+                 wg9, wg3);
       fmt::print("  mlp block M=64: one-launch block kernel {:.2f} us (ratio to the two sm_90a kernels {:.2f}){}\n", one,
                  one / wg3, blk ? "" : " (not run: the device does not take it)");
     }

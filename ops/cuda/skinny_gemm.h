@@ -70,6 +70,10 @@ struct SkinnyGemmArgs {
   /// The sm_90a kernel asks L2 to prefetch its share of w before it waits for the previous
   /// kernel (safe: skinny_wgmma.cu); false is a benchmark's comparison.
   bool prefetch_l2 = true;
+  /// Benchmark override: at most this many 4-column groups one thread of the split-K epilogue
+  /// sums and rounds at once (1..4); 0 = the kernel's choice (4 at splits 1-2, 2 at 3-4, 1
+  /// above). Any value gives the same bits.
+  int epilogue_batch = 0;
   /// Benchmark only: the sm_90a kernel writes each CTA's %globaltimer stamps here (CTA c =
   /// blockIdx.y * gridDim.x + blockIdx.x at [8 c, 8 c + 8): entry, past the wait for the previous
   /// kernel, first stage landed, mainloop done, partials exchanged, the epilogue's first group

@@ -9,7 +9,8 @@
 // synchronised. Each CTA then reduces its slice of the tile's 4-column groups by reading every
 // rank's partial through distributed shared memory, summing in rank order (so the result does
 // not depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores.
-// The caller synchronises the cluster again afterwards (the others may still read its tile).
+// Each thread arrives on the cluster barrier once its reads are done; the caller waits on it
+// before the CTA exits (the others may still read its tile).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -27,6 +28,8 @@
 namespace kiln::cuda_kernels::skinny {
 
 constexpr int kMaxSplit = 8;  ///< the portable cluster size limit
+/// The most 4-column groups one epilogue thread sums and rounds at once (split_k_epilogue).
+constexpr int kEpilogueBatch = 4;
 
 /// The epilogue, as the kernels' template parameter (skinny_gemm.h's SkinnyEpilogue).
 enum class Epi : int { Bias, GeluExact, GeluTanh };
@@ -47,6 +50,7 @@ struct Params {
   uint32_t vec_pre = 0;         ///< likewise pre
   int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
   uint32_t prefetch_l2 = 0;     ///< the sm_90a kernel prefetches its share of w into L2 before its wait
+  int32_t epilogue_batch = 0;   ///< benchmark override: fewer groups a thread sums and rounds at once (0: kEpilogueBatchFor)
   /// Benchmark only (the sm_90a kernel): per CTA kSkinnyTracePoints %globaltimer stamps, or null.
   unsigned long long* trace = nullptr;
 };
@@ -55,6 +59,23 @@ struct Params {
 /// griddepcontrol.wait, first stage landed, mainloop done, partials exchanged (past the first
 /// cluster barrier), the epilogue's first group summed, its last group stored, exit.
 inline constexpr int kSkinnyTracePoints = 8;
+
+/// This thread's arrival on the cluster barrier, with release semantics (its reads of the other
+/// CTAs' partials are done); pairs with cluster_wait_acquire. Not .aligned: threads arrive
+/// when their own reads are done. (Nothing before sm_90, where the host launches no clusters.)
+__device__ __forceinline__ void cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+
+/// Waits until every thread of the cluster has arrived (cluster_arrive_release), with acquire
+/// semantics.
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
 
 /// out from the rounded pre-activation h, as the unfused op computes it.
 template <typename T, Epi E>
@@ -87,17 +108,20 @@ __device__ __forceinline__ void store4(T* p, const T (&v)[4], int cnt, bool vec)
   }
 }
 
+/// s += t lane by lane.
+__device__ __forceinline__ void add4(float4& s, const float4& t) {
+  s.x += t.x;
+  s.y += t.y;
+  s.z += t.z;
+  s.w += t.w;
+}
+
 /// t[0] + t[1] + ... + t[split - 1] lane by lane, in that order: the split-K sum's one order.
 __device__ __forceinline__ float4 sum_in_rank_order(const float4 (&t)[kMaxSplit], int split) {
   float4 s = t[0];
 #pragma unroll
   for (int r = 1; r < kMaxSplit; ++r)
-    if (r < split) {
-      s.x += t[r].x;
-      s.y += t[r].y;
-      s.z += t[r].z;
-      s.w += t[r].w;
-    }
+    if (r < split) add4(s, t[r]);
   return s;
 }
 
@@ -151,65 +175,107 @@ __device__ __forceinline__ void epilogue_bias(const Params& p, int split, int ra
   load_bias4(static_cast<const T*>(p.bias), n, min(p.n - n, 4), b);
 }
 
-/// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
-/// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
-/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4` is
-/// epilogue_bias(). The partials of a thread's next group are loaded before the current one
-/// is rounded and stored, so one distributed-shared-memory latency overlaps the other's work.
-template <typename T, int BN, int RedLd, int Threads, Epi E>
-__device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
-                                                 int64_t m0, int m_valid, int tid, const float (&bias4)[4],
-                                                 unsigned long long* stamps = nullptr) {
+/// The groups a thread of the split-K epilogue takes at once with up to MaxRanks ranks to read:
+/// as many as keep MaxRanks x batch float4 loads (32 registers) in flight, at most kEpilogueBatch.
+template <int MaxRanks>
+inline constexpr int kEpilogueBatchFor = MaxRanks >= 8 ? 1 : MaxRanks >= 4 ? 2 : kEpilogueBatch;
+
+/// split_k_epilogue for split <= MaxRanks (1, 2, 4 or 8; the bound sizes the registers of the
+/// loads in flight). A thread takes its groups a batch at a time (kEpilogueBatchFor, or fewer
+/// with p.epilogue_batch): it issues the loads of every rank's partial of every group of the
+/// batch at once (one distributed-shared-memory latency per batch), sums each group in rank
+/// order, then rounds and stores the batch's groups, whose chains are independent, so that one
+/// warp per scheduler keeps its pipes busy.
+template <int MaxRanks, typename T, int BN, int RedLd, int Threads, Epi E>
+__device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const float* red, int split, int rank, int n0,
+                                                       int64_t m0, int m_valid, int tid, const float (&bias4)[4],
+                                                       unsigned long long* stamps) {
   constexpr int kGroupsPerRow = BN / 4;
+  constexpr int kBatch = kEpilogueBatchFor<MaxRanks>;
   const int groups = m_valid * kGroupsPerRow;
   const int per_rank = (groups + split - 1) / split;
   const int g_begin = rank * per_rank;
   const int g_end = min(g_begin + per_rank, groups);
+  const int batch = p.epilogue_batch >= 1 && p.epilogue_batch < kBatch ? p.epilogue_batch : kBatch;
   const int nl = epilogue_column<BN, Threads>(split, rank, m_valid, tid);  // the same for all of them
   const int n = n0 + nl;
   const int cnt = min(p.n - n, 4);
   const bool has_bias = p.bias != nullptr;
   // Every rank's partial tile, mapped once.
-  const float* src[kMaxSplit];
+  const float* src[MaxRanks];
 #pragma unroll
-  for (int r = 0; r < kMaxSplit; ++r) {
+  for (int r = 0; r < MaxRanks; ++r) {
     src[r] = red;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (split > 1 && r < split) src[r] = cooperative_groups::this_cluster().map_shared_rank(red, r);
 #endif
   }
-  // Every rank's partial of group g (independent loads: one latency, not one per rank).
-  auto load = [&](int g, float4 (&t)[kMaxSplit]) {
-    const int offset = g / kGroupsPerRow * RedLd + nl;
+  bool arrived = false;
+  for (int g0 = g_begin + tid; g0 < g_end; g0 += batch * Threads) {
+    bool live[kBatch];
+    float4 t[kBatch][MaxRanks];
 #pragma unroll
-    for (int r = 0; r < kMaxSplit; ++r)
-      if (r < split) t[r] = *reinterpret_cast<const float4*>(src[r] + offset);
-  };
-  float4 cur[kMaxSplit], next[kMaxSplit];
-  int g = g_begin + tid;
-  if (g < g_end) load(g, cur);
-  for (; g < g_end; g += Threads) {
-    const bool more = g + Threads < g_end;
-    if (more) load(g + Threads, next);
-    if (cnt > 0) {
-      const float4 s = sum_in_rank_order(cur, split);
-      if (stamps != nullptr && g == g_begin + tid) {  // (benchmark: the sum waited for the partials)
-        asm volatile("" ::"f"(s.x), "f"(s.y), "f"(s.z), "f"(s.w));
-        stamps[0] = sm90::global_timer_ns();
-      }
+    for (int j = 0; j < kBatch; ++j) {
+      live[j] = j < batch && g0 + j * Threads < g_end;
+      const int offset = (g0 + j * Threads) / kGroupsPerRow * RedLd + nl;
+#pragma unroll
+      for (int r = 0; r < MaxRanks; ++r)
+        if (live[j] && r < split) t[j][r] = *reinterpret_cast<const float4*>(src[r] + offset);
+    }
+    float4 s[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      s[j] = t[j][0];  // (a dead group's sum is never used)
+#pragma unroll
+      for (int r = 1; r < MaxRanks; ++r)
+        if (r < split) add4(s[j], t[j][r]);  // rank order: the split-K sum's one order
+    }
+    if (stamps != nullptr && g0 == g_begin + tid) {  // (benchmark: the first batch's sums are in)
+      asm volatile("" ::"f"(s[0].x), "f"(s[0].y), "f"(s[0].z), "f"(s[0].w));
+      stamps[0] = sm90::global_timer_ns();
+    }
+    if (split > 1 && g0 + batch * Threads >= g_end) {  // this thread's last reads of the others' partials
+      cluster_arrive_release();
+      arrived = true;
+    }
+    if (cnt <= 0) continue;  // columns past n (the last tile): nothing to store
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (!live[j]) continue;
       T h[4], o[4];
-      round_group<T, E>(s, bias4, has_bias, h, o);
-      const int64_t row = m0 + g / kGroupsPerRow;
+      round_group<T, E>(s[j], bias4, has_bias, h, o);
+      const int64_t row = m0 + (g0 + j * Threads) / kGroupsPerRow;
       store4(static_cast<T*>(p.out) + row * p.ldo + n, o, cnt, p.vec_out != 0);
       if constexpr (E != Epi::Bias) {
         if (p.pre != nullptr) store4(static_cast<T*>(p.pre) + row * p.ldp + n, h, cnt, p.vec_pre != 0);
       }
     }
-    if (more)
-#pragma unroll
-      for (int r = 0; r < kMaxSplit; ++r) cur[r] = next[r];
   }
+  if (split > 1 && !arrived) cluster_arrive_release();  // (a thread without groups)
   if (stamps != nullptr) stamps[1] = sm90::global_timer_ns();
+}
+
+/// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
+/// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
+/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4` is
+/// epilogue_bias(). With split > 1 each thread arrives on the cluster barrier once its reads of
+/// the others' partials are done, so the barrier's latency hides under the rounding and the
+/// stores; the caller waits on it (cluster_wait_acquire) before the CTA exits, since the others
+/// may still be reading its partial. (The work: split_k_epilogue_ranks, instantiated for 1, 2,
+/// 4 and 8 ranks.)
+template <typename T, int BN, int RedLd, int Threads, Epi E>
+__device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
+                                                 int64_t m0, int m_valid, int tid, const float (&bias4)[4],
+                                                 unsigned long long* stamps = nullptr) {
+  if (split <= 1)
+    split_k_epilogue_ranks<1, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
+  else if (split == 2)
+    split_k_epilogue_ranks<2, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
+  else if (split <= 4)
+    split_k_epilogue_ranks<4, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
+  else
+    split_k_epilogue_ranks<kMaxSplit, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
+                                                                stamps);
 }
 
 }  // namespace kiln::cuda_kernels::skinny

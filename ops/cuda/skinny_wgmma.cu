@@ -217,6 +217,7 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.blocks_per_rank = blocks_per_rank;
   p.split = split;
   p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
+  p.epilogue_batch = a.epilogue_batch;
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
   p.stages = stages;
   p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;

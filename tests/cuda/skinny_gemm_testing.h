@@ -134,6 +134,7 @@ struct Knobs {
   bool programmatic = true;
   int stages = 0;
   bool prefetch_l2 = true;
+  int epilogue_batch = 0;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -154,6 +155,7 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   CAPTURE(knobs.programmatic);
   CAPTURE(knobs.stages);
   CAPTURE(knobs.prefetch_l2);
+  CAPTURE(knobs.epilogue_batch);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -168,6 +170,7 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   a.programmatic = knobs.programmatic;
   a.stages = knobs.stages;
   a.prefetch_l2 = knobs.prefetch_l2;
+  a.epilogue_batch = knobs.epilogue_batch;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();

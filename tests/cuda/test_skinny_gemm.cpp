@@ -106,6 +106,14 @@ TEST_CASE("skinny_gemm_accepts declines what the kernel cannot take") {
   CHECK_FALSE(skinny_gemm_accepts(a));
   a = base, a.kernel = static_cast<SkinnyKernel>(7);
   CHECK_FALSE(skinny_gemm_accepts(a));
+  for (int batch = 0; batch <= 4; ++batch) {  // the epilogue's groups per thread at once, 1..4 (0: the default)
+    a = base, a.epilogue_batch = batch;
+    CHECK(skinny_gemm_accepts(a));
+  }
+  a = base, a.epilogue_batch = -1;
+  CHECK_FALSE(skinny_gemm_accepts(a));
+  a.epilogue_batch = 5;
+  CHECK_FALSE(skinny_gemm_accepts(a));
 }
 
 TEST_CASE("skinny_gemm_supported applies the size policy; skinny_gemm throws on what it cannot run") {
@@ -170,6 +178,45 @@ TEST_CASE("skinny_gemm: every split and warps-per-k-block override, wide leading
   check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3});
   check_shape(200, 1024, 1024);  // two row tiles of 128: the direct call takes it past the policy
   check_shape(1, 8, 8);
+}
+
+TEST_CASE("skinny_gemm: the epilogue's groups per thread at once change no bit, on every kernel") {
+  if (!kernel_available()) {
+    MESSAGE("skipped: no GPU that runs the skinny GEMM");
+    return;
+  }
+  manual_seed(1508);
+  // Batches 1-3 against the float64 reference (4 is the default, checked everywhere else) ...
+  for (int batch = 1; batch <= 3; ++batch) {
+    check_shape(129, 1000, 1032, {.split_k = 1, .epilogue_batch = batch});  // 8+ groups a thread, a tail
+    check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3, .epilogue_batch = batch});
+  }
+  // ... and bit for bit against each other: every batch sums the ranks in one order.
+  for (SkinnyKernel kernel : available_kernels())
+    for (int split : {1, 2, 5}) {
+      CAPTURE(static_cast<int>(kernel));
+      CAPTURE(split);
+      const Operands o = make_operands(100, 1000, 1032, kBFloat16);
+      Tensor first_out, first_pre;
+      for (int batch = 1; batch <= 4; ++batch) {
+        CAPTURE(batch);
+        const Tensor out = full({100, 1000}, kNaN, TensorOptions(kBFloat16).device(kGpu));
+        const Tensor pre = full({100, 1000}, kNaN, TensorOptions(kBFloat16).device(kGpu));
+        SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, 100, 1000, 1032,
+                                             o.gx.data_ptr(), o.gw.data_ptr(), o.gb.data_ptr(), out.data_ptr());
+        a.pre = pre.data_ptr(), a.ldp = 1000;
+        a.kernel = kernel;
+        a.split_k = split;
+        a.epilogue_batch = batch;
+        skinny_gemm(a, current_stream());
+        if (batch == 1) {
+          first_out = out, first_pre = pre;
+        } else {
+          CHECK(same_bits(out, first_out));
+          CHECK(same_bits(pre, first_pre));
+        }
+      }
+    }
 }
 
 TEST_CASE("skinny_gemm: linear and fused_linear_gelu route to it; fused == gelu(linear) bit for bit") {
