@@ -186,14 +186,16 @@ TEST_CASE("skinny_gemm: the epilogue's groups per thread at once change no bit, 
     return;
   }
   manual_seed(1508);
-  // Batches 1-3 against the float64 reference (4 is the default, checked everywhere else) ...
+  // Batches 1-3 against the float64 reference (the default, 4 at splits 1-2 and 2 at 3-4, is
+  // checked everywhere else; a larger request is held to it) ...
   for (int batch = 1; batch <= 3; ++batch) {
     check_shape(129, 1000, 1032, {.split_k = 1, .epilogue_batch = batch});  // 8+ groups a thread, a tail
     check_shape(64, 4096, 1024, {.pad_o = 4, .split_k = 3, .epilogue_batch = batch});
   }
-  // ... and bit for bit against each other: every batch sums the ranks in one order.
+  // ... and bit for bit against each other: every batch sums the ranks in one order (splits
+  // with more than one batch size: 1 and 2 take up to 4, 3 up to 2).
   for (SkinnyKernel kernel : available_kernels())
-    for (int split : {1, 2, 5}) {
+    for (int split : {1, 2, 3}) {
       CAPTURE(static_cast<int>(kernel));
       CAPTURE(split);
       const Operands o = make_operands(100, 1000, 1032, kBFloat16);
