@@ -148,25 +148,37 @@ double time_us(Problem& p, const std::function<void(const Tensor& w)>& call, cud
   return bench::median_gpu_ms(pass, s, /*iters=*/1, kRepeats, /*warmup=*/1) / sets * 1e3;
 }
 
-/// Per-CTA stamps of one traced launch (SkinnyGemmArgs::trace), read back from the device.
-struct Trace {
-  static constexpr int kPoints = 8;  ///< stamps per CTA (SkinnyGemmArgs::trace)
+/// Per-CTA stamps of one traced launch (SkinnyGemmArgs::trace with 8 points per CTA,
+/// SkinnyBlockArgs::trace with 9), read back from the device.
+template <int Points>
+struct TraceOf {
+  static constexpr int kPoints = Points;
   static constexpr int64_t kMaxCtas = 4096;
   using Stamps = std::array<uint64_t, kPoints>;
   Tensor device = zeros({kMaxCtas * kPoints}, TensorOptions(kInt64).device(Device::cuda(0)));
-  std::vector<Stamps> ctas;  ///< the CTAs that ran (entry stamp set)
+  std::vector<Stamps> ctas;     ///< the CTAs that ran (entry stamp set)
+  std::vector<int64_t> index;   ///< each one's CTA index
   unsigned long long* ptr() { return reinterpret_cast<unsigned long long*>(device.data_ptr()); }
   void read() {
     const Tensor host = device.cpu();
     const auto* v = static_cast<const uint64_t*>(host.data_ptr());
     ctas.clear();
+    index.clear();
     for (int64_t c = 0; c < kMaxCtas; ++c) {
       if (v[c * kPoints] == 0) continue;
       Stamps st;
       std::copy(v + c * kPoints, v + (c + 1) * kPoints, st.begin());
       ctas.push_back(st);
+      index.push_back(c);
     }
     device.zero_();
+  }
+  /// The CTAs with index in [lo, hi).
+  TraceOf subset(int64_t lo, int64_t hi) const {
+    TraceOf t;
+    for (size_t i = 0; i < ctas.size(); ++i)
+      if (index[i] >= lo && index[i] < hi) t.ctas.push_back(ctas[i]), t.index.push_back(index[i]);
+    return t;
   }
   uint64_t first_entry() const {
     uint64_t t = ~uint64_t{0};
@@ -179,14 +191,22 @@ struct Trace {
     return t;
   }
 };
+using Trace = TraceOf<8>;
+using BlockTrace = TraceOf<kSkinnyBlockTracePoints>;
+
+const std::array<const char*, 8> kGemmStamps = {"entry",     "waited",       "1st stage",   "mainloop",
+                                                "exchanged", "1st group in", "last stored", "exit"};
+const std::array<const char*, kSkinnyBlockTracePoints> kBlockStamps = {
+    "entry", "waited", "1st input ready", "1st stage", "last input ready", "mainloop", "exchanged", "last stored",
+    "exit"};
 
 /// One traced kernel's phases in us after `base`: each stamp's min / median / max over the CTAs,
 /// then each phase's median length per CTA.
-void print_trace(const std::string& name, const Trace& t, uint64_t base) {
-  static const char* stamp_names[Trace::kPoints] = {"entry",     "waited",       "1st stage",   "mainloop",
-                                                    "exchanged", "1st group in", "last stored", "exit"};
+template <int Points>
+void print_trace(const std::string& name, const TraceOf<Points>& t, uint64_t base, const char* const* stamp_names) {
   fmt::print("    {} ({} CTAs): span {:.2f} us (first entry -> last exit)\n", name, t.ctas.size(),
              (t.last_exit() - t.first_entry()) * 1e-3);
+  if (t.ctas.empty()) return;
   std::vector<double> v(t.ctas.size());
   auto stats = [&](auto value) {
     for (size_t c = 0; c < t.ctas.size(); ++c) v[c] = value(t.ctas[c]);
@@ -194,14 +214,14 @@ void print_trace(const std::string& name, const Trace& t, uint64_t base) {
     return std::array<double, 3>{v.front(), v[v.size() / 2], v.back()};
   };
   std::string line = "      at (min/med/max us):";
-  for (int j = 0; j < Trace::kPoints; ++j) {
-    const auto a = stats([&](const Trace::Stamps& c) { return (static_cast<double>(c[j]) - base) * 1e-3; });
+  for (int j = 0; j < Points; ++j) {
+    const auto a = stats([&](const auto& c) { return (static_cast<double>(c[j]) - base) * 1e-3; });
     line += fmt::format(" {} {:.2f}/{:.2f}/{:.2f};", stamp_names[j], a[0], a[1], a[2]);
   }
   fmt::print("{}\n", line);
   line = "      phase lengths (med/max us):";
-  for (int j = 1; j < Trace::kPoints; ++j) {
-    const auto a = stats([&](const Trace::Stamps& c) { return (static_cast<double>(c[j]) - c[j - 1]) * 1e-3; });
+  for (int j = 1; j < Points; ++j) {
+    const auto a = stats([&](const auto& c) { return (static_cast<double>(c[j]) - c[j - 1]) * 1e-3; });
     line += fmt::format(" {}->{} {:.2f}/{:.2f};", stamp_names[j - 1], stamp_names[j], a[1], a[2]);
   }
   fmt::print("{}\n", line);
@@ -270,8 +290,50 @@ void run_trace(int64_t l2, cudaStream_t s) {
     fmt::print("  {}: median span {:.2f} us (of {:.2f}-{:.2f})\n", c.name, med.span, runs.front().span,
                runs.back().span);
     const uint64_t base = med.a.first_entry();
-    print_trace("up", med.a, base);
-    if (c.pair) print_trace("down", med.b, base);
+    print_trace("up", med.a, base, kGemmStamps.data());
+    if (c.pair) print_trace("down", med.b, base, kGemmStamps.data());
+  }
+
+  // The one-launch block kernel (ops/cuda/skinny_block.h): its up- and down-projection CTAs.
+  const Tensor ws = block_workspace(64, 1024, 4096, 1024);
+  if (!skinny_block_accepts(
+          block_args(down.out, up.out, up.x, up.weights[0], up.bias, down.weights[0], down.bias, ws))) {
+    fmt::print("  block kernel: not accepted on this device\n");
+    return;
+  }
+  const int64_t ups = skinny_block_up_ctas(64, 1024, 4096, 1024);
+  BlockTrace tk;
+  struct BlockCase {
+    bool warm;
+    int64_t w2_after;
+  };
+  for (const BlockCase& bc : std::vector<BlockCase>{{false, -1}, {true, -1}, {false, 0}, {false, ups}}) {
+    const bool warm = bc.warm;
+    struct Run {
+      double span;
+      BlockTrace t;
+    };
+    std::vector<Run> runs;
+    for (int r = 0; r < 9; ++r) {
+      SkinnyBlockArgs a = block_args(down.out, up.out, up.x, up.weight(), up.bias, down.weight(), down.bias, ws);
+      a.w2_after_up_ctas = static_cast<int>(bc.w2_after);
+      if (warm) skinny_mlp_block(a, s);
+      cuda::synchronize();
+      a.trace = tk.ptr();
+      skinny_mlp_block(a, s);
+      cuda::synchronize();
+      tk.read();
+      runs.push_back({(tk.last_exit() - tk.first_entry()) * 1e-3, tk});
+    }
+    std::sort(runs.begin(), runs.end(), [](const Run& x, const Run& y) { return x.span < y.span; });
+    const Run& med = runs[runs.size() / 2];
+    fmt::print("  block kernel, weights in {}, w2 loaded after {} up-projection CTAs have w1: median span {:.2f} us "
+               "(of {:.2f}-{:.2f})\n",
+               warm ? "L2" : "DRAM", bc.w2_after < 0 ? ups / 2 : bc.w2_after, med.span, runs.front().span,
+               runs.back().span);
+    const uint64_t base = med.t.first_entry();
+    print_trace("up-projection CTAs", med.t.subset(0, ups), base, kBlockStamps.data());
+    print_trace("down-projection CTAs", med.t.subset(ups, BlockTrace::kMaxCtas), base, kBlockStamps.data());
   }
 }
 
@@ -387,14 +449,18 @@ int main(int argc, char** argv) {
     // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
     // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
     // 7: the default ring without the prefetch; 9: the default with the epilogues taking one
-    // group per thread at a time (before 2026-12-03).
+    // group per thread at a time (before 2026-12-03); 8: the one-launch block kernel (w2 loaded
+    // once half of the up-projection's CTAs have w1), 10 / 11: w2 after all of them / at once.
+    const int64_t ups = skinny_block_up_ctas(64, 1024, 4096, 1024);
     auto block = [&](int how) {
       auto pass = [&] {
         for (int i = 0; i < sets; ++i) {
           const Tensor& w1 = up.weight();
           const Tensor& w2 = down.weight();
-          if (how == 8) {
-            skinny_mlp_block(block_args(down.out, up.out, up.x, w1, up.bias, w2, down.bias, ws), s);
+          if (how == 8 || how == 10 || how == 11) {
+            SkinnyBlockArgs a = block_args(down.out, up.out, up.x, w1, up.bias, w2, down.bias, ws);
+            a.w2_after_up_ctas = how == 10 ? static_cast<int>(ups) : how == 11 ? 0 : -1;
+            skinny_mlp_block(a, s);
           } else if (how >= 2) {
             const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
             const int stages = how == 6 ? 8 : 0;
@@ -419,7 +485,8 @@ int main(int argc, char** argv) {
     const double lt = block(0), sk = block(1);
     const double wg2 = wg ? block(2) : 0.0, wg3 = wg ? block(3) : 0.0, wg4 = wg ? block(4) : 0.0,
                  wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0,
-                 one = blk ? block(8) : 0.0, wg9 = wg ? block(9) : 0.0;
+                 one = blk ? block(8) : 0.0, wg9 = wg ? block(9) : 0.0, one_after = blk ? block(10) : 0.0,
+                 one_at_once = blk ? block(11) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
       fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
@@ -428,6 +495,9 @@ int main(int argc, char** argv) {
                  wg6, wg7);
       fmt::print("mlp,block kernel,64,1024,4096,{:.2f},0\n", one);
       fmt::print("mlp,wg+g+wg epilogue batch 1,64,1024,4096,{:.2f},0\n", wg9);
+      fmt::print("mlp,block kernel w2 after w1,64,1024,4096,{:.2f},0\nmlp,block kernel w2 at once,64,1024,"
+                 "4096,{:.2f},0\n",
+                 one_after, one_at_once);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
@@ -442,6 +512,9 @@ int main(int argc, char** argv) {
                  wg9, wg3);
       fmt::print("  mlp block M=64: one-launch block kernel {:.2f} us (ratio to the two sm_90a kernels {:.2f}){}\n", one,
                  one / wg3, blk ? "" : " (not run: the device does not take it)");
+      fmt::print("  mlp block M=64: block kernel loading w2 after every up-projection CTA has w1 {:.2f} us, at "
+                 "once {:.2f} us\n",
+                 one_after, one_at_once);
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in

@@ -12,7 +12,7 @@
 // launches only grids that are resident in full (two CTAs per SM on an H100/H200: 256 of 264
 // at that shape); larger blocks are declined.
 //
-// The workspace: [ws1][ws2][parked1][parked2][finished1][finished2][ready][done], each part
+// The workspace: [ws1][ws2][parked1][parked2][finished2][ready][done][w1_landed], each part
 // 256-byte aligned; only its counters need to be zero, once, before the first launch (each
 // launch leaves them zero).
 #include "skinny_block.h"
@@ -82,7 +82,8 @@ struct BlockPlan {
   int32_t kb1 = 0, kb2 = 0, tiles1 = 0, tiles2 = 0;
   int32_t split1 = 1, per1 = 0, split2 = 1, per2 = 0;
   int64_t ctas = 0;
-  size_t ws1 = 0, ws2 = 0, parked1 = 0, parked2 = 0, finished1 = 0, finished2 = 0, ready = 0, done = 0;  ///< offsets
+  size_t ws1 = 0, ws2 = 0, parked1 = 0, parked2 = 0, finished2 = 0, ready = 0, done = 0,
+         w1_landed = 0;  ///< offsets
   size_t bytes = 0;  ///< the whole workspace
 };
 
@@ -113,11 +114,11 @@ BlockPlan plan_of(int64_t k, int64_t hidden, int64_t n) {
   const auto counters = [](int32_t tiles) { return align256(static_cast<size_t>(tiles) * sizeof(uint32_t)); };
   p.parked1 = p.ws2 + align256(partials(p.tiles2, p.split2));
   p.parked2 = p.parked1 + counters(p.tiles1);
-  p.finished1 = p.parked2 + counters(p.tiles2);
-  p.finished2 = p.finished1 + counters(p.tiles1);
+  p.finished2 = p.parked2 + counters(p.tiles2);
   p.ready = p.finished2 + counters(p.tiles2);
   p.done = p.ready + counters(p.tiles1);
-  p.bytes = p.done + 256;
+  p.w1_landed = p.done + 256;
+  p.bytes = p.w1_landed + 256;
   return p;
 }
 
@@ -154,6 +155,10 @@ std::string refusal(const SkinnyBlockArgs& a, const BlockFacts* facts) {
   if (plan.ctas > resident)
     return fmt::format("k = {}, hidden = {}, n = {} need {} CTAs resident at once, the device holds {}", a.k, a.hidden,
                        a.n, plan.ctas, resident);
+  if (a.w2_after_up_ctas < -1 || a.w2_after_up_ctas > int64_t{plan.tiles1} * plan.split1)
+    return fmt::format("w2_after_up_ctas = {} must lie in [-1, {}] (the up-projection's CTAs; -1: half)",
+                       a.w2_after_up_ctas,
+                       int64_t{plan.tiles1} * plan.split1);
   if (a.workspace == nullptr || a.workspace_bytes < plan.bytes || !aligned16(a.workspace))
     return fmt::format("the workspace must be 16-byte aligned and hold {} bytes (given {} bytes at {})", plan.bytes,
                        a.workspace_bytes, a.workspace);
@@ -166,6 +171,12 @@ std::string refusal(const SkinnyBlockArgs& a, const BlockFacts* facts) {
 size_t skinny_block_workspace_bytes(int64_t m, int64_t k, int64_t hidden, int64_t n) {
   if (!skinny::sizes_in_range(m, k, hidden, n)) return 0;
   return skinny::plan_of(k, hidden, n).bytes;
+}
+
+int64_t skinny_block_up_ctas(int64_t m, int64_t k, int64_t hidden, int64_t n) {
+  if (!skinny::sizes_in_range(m, k, hidden, n)) return 0;
+  const skinny::BlockPlan plan = skinny::plan_of(k, hidden, n);
+  return int64_t{plan.tiles1} * plan.split1;
 }
 
 bool skinny_block_accepts(const SkinnyBlockArgs& args) {
@@ -195,10 +206,13 @@ void skinny_mlp_block(const SkinnyBlockArgs& a, cudaStream_t stream) {
   p.ws2 = reinterpret_cast<float*>(ws + plan.ws2);
   p.parked1 = reinterpret_cast<uint32_t*>(ws + plan.parked1);
   p.parked2 = reinterpret_cast<uint32_t*>(ws + plan.parked2);
-  p.finished1 = reinterpret_cast<uint32_t*>(ws + plan.finished1);
   p.finished2 = reinterpret_cast<uint32_t*>(ws + plan.finished2);
   p.ready = reinterpret_cast<uint32_t*>(ws + plan.ready);
   p.done = reinterpret_cast<uint32_t*>(ws + plan.done);
+  p.w1_landed = reinterpret_cast<uint32_t*>(ws + plan.w1_landed);
+  const int64_t up_ctas = int64_t{plan.tiles1} * plan.split1;
+  p.w2_after = static_cast<uint32_t>(a.w2_after_up_ctas < 0 ? up_ctas / 2 : a.w2_after_up_ctas);
+  p.trace = a.trace;
   p.vec_h = a.ldh % 4 == 0 && reinterpret_cast<uintptr_t>(a.h) % 8 == 0;
   p.vec_y = a.ldy % 4 == 0 && reinterpret_cast<uintptr_t>(a.y) % 8 == 0;
   constexpr int kBox = BlockTile::kBlockN;  // 64 rows of w, 64 rows (the padded batch) of x and h

@@ -5,10 +5,10 @@
 // round16(gelu(round16(x w1^T + b1))), y = round16(h w2^T + b2)); with the same split of the
 // up-projection's K, h equals skinny_gemm's GELU epilogue bit for bit.
 //
-// Experimental (2026-12-02): reached from the benchmark and the tests, not from an op or the
-// graph pass, because it is not yet faster: 23.0 us against 15.7 for the two skinny launches at
-// (64, 1024, 4096, 1024) on an H200 (docs/notes/skinny_gemm.md, v6). Plain C++ types; CUDA
-// builds only.
+// Experimental: reached from the benchmark and the tests, not from an op or the graph pass,
+// because it is not yet faster: 19.4 us against 15.4 for the two skinny launches at (64, 1024,
+// 4096, 1024) on an H200 (docs/notes/skinny_gemm.md, v6 and v9: its split-K exchange through
+// global memory is what is left). Plain C++ types; CUDA builds only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,10 +43,26 @@ struct SkinnyBlockArgs {
   /// Launch with programmatic dependent launch (the kernel waits for the previous one before
   /// touching memory, as the skinny kernel does).
   bool programmatic = true;
+  /// The down-projection's CTAs start loading w2 once this many of the up-projection's CTAs
+  /// have their whole share of w1 in shared memory, so that DRAM serves w1 first; 0: at once,
+  /// with an L2 prefetch of w2 before the previous kernel ends; -1 (default): half of them
+  /// (measured best, docs/notes/skinny_gemm.md v9). A benchmark knob otherwise.
+  int w2_after_up_ctas = -1;
+  /// Benchmark only: each CTA's kSkinnyBlockTracePoints %globaltimer stamps (entry, waited, first
+  /// input ready, first stage landed, last input ready, mainloop done, partials exchanged, last
+  /// group stored, exit) at trace + blockIdx.x * kSkinnyBlockTracePoints; null: no stamps.
+  unsigned long long* trace = nullptr;
 };
+
+/// Stamps per CTA of SkinnyBlockArgs::trace.
+inline constexpr int kSkinnyBlockTracePoints = 9;
 
 /// The workspace a call of these sizes needs (0 when the sizes are out of range).
 size_t skinny_block_workspace_bytes(int64_t m, int64_t k, int64_t hidden, int64_t n);
+
+/// How many of the grid's CTAs (the first ones) compute the up-projection (0 when the sizes
+/// are out of range); the rest compute the down-projection. For reading SkinnyBlockArgs::trace.
+int64_t skinny_block_up_ctas(int64_t m, int64_t k, int64_t hidden, int64_t n);
 
 /// Whether the current device runs the block kernel for `args`: skinny_wgmma_ready(), m in
 /// [1, 64], k and hidden in [1, 4096], n in [1, 2^20], row strides that TMA takes (multiples of

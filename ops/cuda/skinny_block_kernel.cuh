@@ -3,9 +3,10 @@
 // linears reads an 8 MiB weight in ~1.75 us of DRAM time, yet as two skinny kernels
 // (skinny_wgmma_kernel.cuh) each costs ~5-6 us: a ring fill per kernel that nothing overlaps,
 // a launch, a tail (docs/notes/skinny_gemm.md, v5). Here every CTA of both layers starts at
-// once and loads its whole share of its weight into shared memory at the start, so all of
-// w1 and w2 are in flight together; the down-projection's CTAs then wait, k block by k block,
-// only for the up-projection tiles they read.
+// once and loads its whole share of its weight into shared memory (the down-projection's once
+// w2_after of the up-projection's CTAs have all of theirs, so that DRAM serves w1 first); the
+// down-projection's CTAs then wait, k block by k block, only for the up-projection tiles they
+// read.
 //
 // The grid: the up-projection's CTAs first (tiles1 = ceil(hidden / 64) tiles of 64 rows of w1,
 // each split over split1 CTAs along K), then the down-projection's (tiles2 = ceil(n / 64)
@@ -17,15 +18,17 @@
 //
 // The split-K reduction goes through global memory instead of a cluster (the two layers want
 // different splits, and a launch has one cluster shape): each CTA parks its fp32 partial tile
-// in the workspace and counts itself in (`parked`); once the tile's every rank has, each rank
-// reduces its slice of the tile, all ranks' partials loaded at once and summed in rank order
-// (the cluster epilogue's order, so at the same split the bits equal the two-kernel path's),
-// adds the bias, rounds, applies GELU (up) and stores. Up-projection tile j is the
-// down-projection's k block j (both 64 wide): the tile's last rank to finish (`finished`)
-// releases ready[j]; a down-projection CTA acquires ready[kb] before its TMA load of that k
-// block of h, with a proxy fence on both sides (h is written by ordinary stores, read by TMA).
-// Counters are left at zero for the next launch: each tile's last rank resets its tile's, and
-// the down-projection's last CTA past its loads (`done`) resets the ready flags.
+// in the workspace and counts itself in (`parked`, a release add after a barrier); once the
+// tile's every rank has, each rank reduces its slice of the tile with the skinny GEMM's
+// split-K epilogue (skinny_gemm_epilogue.cuh, reading the partials through BlockPartials): a
+// batch of groups per thread, all ranks' partials loaded at once and summed in rank order, so
+// at the same split the bits equal the two-kernel path's. Up-projection tile j is the
+// down-projection's k block j (both 64 wide): each rank counts its stored slice into ready[j]
+// (a release add); a down-projection CTA acquires ready[kb] == split1 before its TMA load of
+// that k block of h, with a proxy fence on both sides (h is written by ordinary stores, read
+// by TMA). Counters are left at zero for the next launch: each down-projection tile's last
+// rank (`finished2`) resets its tile's, and the down-projection's last CTA past its loads
+// (`done`) resets the up-projection's (ready, parked1, w1_landed).
 #pragma once
 
 #include <cuda.h>
@@ -57,11 +60,13 @@ struct BlockParams {
   float* ws2 = nullptr;  ///< [tiles2][split2][64][64]
   uint32_t* parked1 = nullptr;    ///< [tiles1] CTAs of the tile whose partial is parked
   uint32_t* parked2 = nullptr;    ///< [tiles2]
-  uint32_t* finished1 = nullptr;  ///< [tiles1] CTAs of the tile done with their slice
   uint32_t* finished2 = nullptr;  ///< [tiles2]
   uint32_t* ready = nullptr;   ///< [tiles1] up-projection tile stored
   uint32_t* done = nullptr;    ///< [1] down-projection CTAs past their loads
+  uint32_t* w1_landed = nullptr;  ///< [1] up-projection CTAs whose share of w1 has landed
+  uint32_t w2_after = 0;       ///< down-projection CTAs load w2 once w1_landed reaches it (0: at once)
   uint32_t vec_h = 0, vec_y = 0;  ///< rows may be stored 4 elements at a time
+  unsigned long long* trace = nullptr;  ///< benchmark stamps (SkinnyBlockArgs::trace) or null
 };
 
 /// Compile-time sizes of the block kernel.
@@ -90,10 +95,26 @@ __device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
   return v;
 }
 
-/// A 32-bit store with release semantics at GPU scope.
-__device__ __forceinline__ void store_release_gpu(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+/// Adds v to *p with release semantics at GPU scope (the CTA's writes before a barrier that
+/// this thread passed are ordered before the addition).
+__device__ __forceinline__ void red_release_gpu(uint32_t* p, uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+
+/// The split-K epilogue's source of partials in the block kernel (ClusterPartials' shape): this
+/// rank's own tile from shared memory, the others' parked in global memory (read through L2).
+template <int MaxRanks>
+struct BlockPartials {
+  static constexpr bool kCluster = false;
+  const float* red;  ///< this CTA's partial, [m][BlockTile::kRedLd]
+  const float* ws;   ///< the tile's parked partials, [split][m][BlockTile::kBlockN]
+  int rank;
+  __device__ __forceinline__ float4 operator()(int r, int row, int col) const {
+    return r == rank ? *reinterpret_cast<const float4*>(red + row * BlockTile::kRedLd + col)
+                     : __ldcg(reinterpret_cast<const float4*>(ws + r * BlockTile::kPartial + row * BlockTile::kBlockN +
+                                                               col));
+  }
+};
 
 /// Orders this thread's generic-proxy global accesses with its async-proxy (TMA) ones.
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
@@ -129,6 +150,10 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   const int nkb = max(min(kb_begin + per, up ? p.kb1 : p.kb2) - kb_begin, 0);
   const CUtensorMap* map_w = up ? &map_w1 : &map_w2;
   const CUtensorMap* map_in = up ? &map_x : &map_h;
+  // Benchmark stamps (BlockParams::trace), kept by thread 0 in registers and stored at the exit.
+  unsigned long long stamps[kSkinnyBlockTracePoints] = {};
+  const bool traced = p.trace != nullptr && tid == 0;
+  if (traced) stamps[0] = sm90::global_timer_ns();
 
   if (tid == 0) {
     for (int i = 0; i < C::kWBlocks; ++i) sm90::mbarrier_init(w_full0 + 8 * i, 1);
@@ -136,13 +161,18 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
     sm90::fence_mbarrier_init();
     sm90::prefetch_tensor_map(map_w);
     sm90::prefetch_tensor_map(map_in);
-    for (int i = 0; i < nkb; ++i) prefetch_l2_2d(map_w, (kb_begin + i) * C::kBlockK, n0);  // safe: see skinny_wgmma_kernel.cuh
+    if (up || p.w2_after == 0)
+      for (int i = 0; i < nkb; ++i) prefetch_l2_2d(map_w, (kb_begin + i) * C::kBlockK, n0);  // safe: see skinny_wgmma_kernel.cuh
   }
   __syncthreads();
   sm90::griddepcontrol_wait();
   sm90::griddepcontrol_launch_dependents();
+  if (traced) stamps[1] = sm90::global_timer_ns();
 
-  // The whole share of w at once; x (or h) block i into ring stage i % kXStages (thread 0).
+  // The whole share of w at once (the down-projection's after enough of w1, if asked); x (or h)
+  // block i into ring stage i % kXStages (thread 0).
+  if (tid == 0 && !up && p.w2_after > 0)
+    while (load_acquire_gpu(p.w1_landed) < p.w2_after) __nanosleep(64);
   if (tid == 0)
     for (int i = 0; i < nkb; ++i) {
       sm90::mbarrier_arrive_expect_tx(w_full0 + 8 * i, C::kWBytes);
@@ -151,9 +181,11 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   auto issue_in = [&](int i) {
     const int kb = kb_begin + i;
     if (!up) {
-      while (load_acquire_gpu(p.ready + kb) == 0) __nanosleep(40);
+      while (load_acquire_gpu(p.ready + kb) < static_cast<uint32_t>(p.split1)) __nanosleep(40);
       fence_proxy_async_global();  // the acquired ordinary stores of h before this TMA read
     }
+    if (traced && i == 0) stamps[2] = sm90::global_timer_ns();
+    if (traced && i == nkb - 1) stamps[4] = sm90::global_timer_ns();
     const int s = i % C::kXStages;
     sm90::mbarrier_arrive_expect_tx(x_full0 + 8 * s, C::kXBytes);
     sm90::tma_load_2d(x_smem + s * C::kXBytes, map_in, x_full0 + 8 * s, kb * C::kBlockK, 0);
@@ -168,6 +200,8 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
     const int s = i % C::kXStages;
     sm90::mbarrier_wait(w_full0 + 8 * i, 0u);
     sm90::mbarrier_wait(x_full0 + 8 * s, static_cast<uint32_t>(i / C::kXStages) & 1u);
+    if (traced && i == 0) stamps[3] = sm90::global_timer_ns();
+    if (up && tid == 0 && i == nkb - 1) atomicAdd(p.w1_landed, 1u);  // the whole share of w1 is here
     const uint64_t desc_a = sm90::smem_descriptor_sw128(w_smem + i * C::kWBytes);
     const uint64_t desc_b = sm90::smem_descriptor_sw128(x_smem + s * C::kXBytes);
     sm90::wgmma_fence();
@@ -183,12 +217,16 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   sm90::wgmma_wait_group<0>();
 #pragma unroll
   for (int j = 0; j < C::kBlockM / 2; ++j) sm90::fence_operand(acc[j]);
+  if (traced) stamps[5] = sm90::global_timer_ns();
 
   // Every k block of h this CTA reads has landed: count it out; the last down-projection CTA
-  // resets the ready flags for the next launch (every flag was set: the k blocks cover them).
+  // resets the up-projection's counters for the next launch (every ready count reached split1:
+  // the k blocks cover the tiles, so every up-projection rank is past its parked wait and has
+  // counted itself into w1_landed).
   if (!up && tid == 0) {
     if (atomicAdd(p.done, 1u) == static_cast<uint32_t>(p.tiles2 * p.split2) - 1u) {
-      for (int j = 0; j < p.tiles1; ++j) p.ready[j] = 0u;
+      for (int j = 0; j < p.tiles1; ++j) p.ready[j] = 0u, p.parked1[j] = 0u;
+      *p.w1_landed = 0u;
       *p.done = 0u;
     }
   }
@@ -208,68 +246,67 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   }
   __syncthreads();
 
-  // Split K: park the partial, wait until every rank of the tile has, then each rank reduces
-  // its slice of the tile with all the ranks' loads in flight at once (one L2 latency).
+  // Split K: park the partial, wait until every rank of the tile has (a release count and an
+  // acquire spin by thread 0, the barrier around them), then each rank reduces its slice of the
+  // tile with the skinny GEMM's epilogue: a batch of groups at a time, every rank's loads in
+  // flight at once, summed in rank order.
   float* ws = (up ? p.ws1 : p.ws2) + static_cast<int64_t>(tile) * split * C::kPartial;
   constexpr int kGroupsPerRow = C::kBlockN / 4;
   const int groups = p.m * kGroupsPerRow;  // rows past m are zeros: never parked or read
   uint32_t* parked = (up ? p.parked1 : p.parked2) + tile;
-  uint32_t* finished = (up ? p.finished1 : p.finished2) + tile;
   if (split > 1) {
     for (int g = tid; g < groups; g += C::kThreads) {
       const int m = g / kGroupsPerRow, c = (g % kGroupsPerRow) * 4;
       __stcg(reinterpret_cast<float4*>(ws + rank * C::kPartial + m * C::kBlockN + c),
              *reinterpret_cast<const float4*>(red + m * C::kRedLd + c));
     }
-    __threadfence();
     __syncthreads();
     if (tid == 0) {
-      atomicAdd(parked, 1u);
+      red_release_gpu(parked, 1u);
       while (load_acquire_gpu(parked) < static_cast<uint32_t>(split)) __nanosleep(20);
     }
     __syncthreads();
   }
-  const T* bias = static_cast<const T*>(up ? p.b1 : p.b2);
-  T* out = static_cast<T*>(up ? p.h : p.y);
-  const int64_t ld = up ? p.ldh : p.ldy;
-  const int n_total = up ? p.hidden : p.n;
-  const bool vec = (up ? p.vec_h : p.vec_y) != 0u;
-  const int per_rank = (groups + split - 1) / split;
-  const int g_end = min(groups, (rank + 1) * per_rank);
-  for (int g = rank * per_rank + tid; g < g_end; g += C::kThreads) {
-    const int m = g / kGroupsPerRow, nl = (g % kGroupsPerRow) * 4;
-    const int n = n0 + nl;
-    if (n >= n_total) continue;
-    float4 t[kMaxSplit];
-#pragma unroll
-    for (int r = 0; r < kMaxSplit; ++r)
-      if (r < split)
-        t[r] = r == rank ? *reinterpret_cast<const float4*>(red + m * C::kRedLd + nl)
-                         : __ldcg(reinterpret_cast<const float4*>(ws + r * C::kPartial + m * C::kBlockN + nl));
-    const float4 s = sum_in_rank_order(t, split);  // as the cluster epilogue sums
-    const int cnt = min(n_total - n, 4);
-    T h[4], o[4];
-    if (up) round_group<T, Epi::GeluExact>(s, bias, n, cnt, h, o);
-    else round_group<T, Epi::Bias>(s, bias, n, cnt, h, o);
-    store4(out + static_cast<int64_t>(m) * ld + n, o, cnt, vec);
+  if (traced) stamps[6] = sm90::global_timer_ns();
+  Params ep;  // the skinny epilogue's view of this layer's output
+  ep.bias = up ? p.b1 : p.b2;
+  ep.out = up ? p.h : p.y;
+  ep.ldo = up ? p.ldh : p.ldy;
+  ep.n = up ? p.hidden : p.n;
+  ep.vec_out = up ? p.vec_h : p.vec_y;
+  float bias4[4];
+  {
+    const int nb = n0 + epilogue_column<C::kBlockN, C::kThreads>(split, rank, p.m, tid);
+    load_bias4(static_cast<const T*>(ep.bias), nb, min(ep.n - nb, 4), bias4);
   }
-  if (split > 1 || up) {
-    // Count out; the tile's last rank resets its counters and publishes an up-projection tile
-    // (its h, stored by ordinary stores, is read by TMA: a proxy fence before the release).
-    if (up) fence_proxy_async_global();
-    __threadfence();
+  const auto parked_partials = [&](auto ranks) {
+    return BlockPartials<decltype(ranks)::value>{red, ws, rank};
+  };
+  if (up) split_k_epilogue_from<T, C::kBlockN, C::kThreads, Epi::GeluExact>(parked_partials, ep, split, rank, n0, 0, p.m,
+                                                                           tid, bias4, nullptr);
+  else split_k_epilogue_from<T, C::kBlockN, C::kThreads, Epi::Bias>(parked_partials, ep, split, rank, n0, 0, p.m, tid,
+                                                                   bias4, nullptr);
+  if (traced) stamps[7] = sm90::global_timer_ns();
+  if (up) {
+    // Publish this rank's slice of h: it was stored by ordinary stores and is read by TMA (a
+    // proxy fence by every storing thread), then counted into ready[tile] with release semantics
+    // after the barrier; the down-projection waits for split1 counts.
+    fence_proxy_async_global();
     __syncthreads();
-    if (tid == 0) {
-      const bool last = split == 1 || atomicAdd(finished, 1u) == static_cast<uint32_t>(split) - 1u;
-      if (last) {
-        if (split > 1) {
-          *parked = 0u;  // every rank is past its wait
-          *finished = 0u;
-          __threadfence();
-        }
-        if (up) store_release_gpu(p.ready + tile, 1u);
-      }
+    if (tid == 0) red_release_gpu(p.ready + tile, 1u);
+  } else if (split > 1) {
+    // The tile's last rank resets its counters (every rank is past its parked wait).
+    __syncthreads();
+    if (tid == 0 && atomicAdd(p.finished2 + tile, 1u) == static_cast<uint32_t>(split) - 1u) {
+      *parked = 0u;
+      p.finished2[tile] = 0u;
     }
+  }
+  if (traced) {
+    stamps[8] = sm90::global_timer_ns();
+    unsigned long long* row = p.trace + static_cast<size_t>(blockIdx.x) * kSkinnyBlockTracePoints;
+#pragma unroll
+    for (int j = 0; j < kSkinnyBlockTracePoints; ++j) row[j] = stamps[j];
   }
 #endif  // KILN_SM90A_DEVICE
 }

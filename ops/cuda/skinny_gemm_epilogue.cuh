@@ -10,7 +10,10 @@
 // rank's partial through distributed shared memory, summing in rank order (so the result does
 // not depend on which CTA does it), adds the bias, rounds h, applies the epilogue and stores.
 // Each thread arrives on the cluster barrier once its reads are done; the caller waits on it
-// before the CTA exits (the others may still read its tile).
+// before the CTA exits (the others may still read its tile). Where the partials are read from
+// is a parameter (ClusterPartials here; the one-launch block kernel, skinny_block_kernel.cuh,
+// passes its partials parked in global memory), so the block kernel sums and rounds with this
+// same code.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -19,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../unary_math.h"
 #include "device_types.cuh"
@@ -116,15 +120,6 @@ __device__ __forceinline__ void add4(float4& s, const float4& t) {
   s.w += t.w;
 }
 
-/// t[0] + t[1] + ... + t[split - 1] lane by lane, in that order: the split-K sum's one order.
-__device__ __forceinline__ float4 sum_in_rank_order(const float4 (&t)[kMaxSplit], int split) {
-  float4 s = t[0];
-#pragma unroll
-  for (int r = 1; r < kMaxSplit; ++r)
-    if (r < split) add4(s, t[r]);
-  return s;
-}
-
 /// One 4-column group's rounding, given its fp32 sums `s` and its bias `b` (used when has_bias):
 /// h = round16(s + b), o = activate(h), as the unfused linear then activation rounds.
 template <typename T, Epi E>
@@ -146,14 +141,6 @@ template <typename T>
 __device__ __forceinline__ void load_bias4(const T* bias, int n, int cnt, float (&b)[4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) b[i] = bias != nullptr && i < cnt ? widen(bias[n + i]) : 0.0f;
-}
-
-/// round_group with the bias read from `bias` (or none when null).
-template <typename T, Epi E>
-__device__ __forceinline__ void round_group(const float4& s, const T* bias, int n, int cnt, T (&h)[4], T (&o)[4]) {
-  float b[4];
-  load_bias4(bias, n, cnt, b);
-  round_group<T, E>(s, b, bias != nullptr, h, o);
 }
 
 /// Which 4 columns of the tile this thread's epilogue groups are at: the groups a thread takes
@@ -180,18 +167,43 @@ __device__ __forceinline__ void epilogue_bias(const Params& p, int split, int ra
 template <int MaxRanks>
 inline constexpr int kEpilogueBatchFor = MaxRanks >= 8 ? 1 : MaxRanks >= 4 ? 2 : kEpilogueBatch;
 
-/// split_k_epilogue for split <= MaxRanks (1, 2, 4 or 8; the bound sizes the registers of the
-/// loads in flight). A thread takes its groups a batch at a time (kEpilogueBatchFor, or fewer
+/// Where the split-K epilogue reads rank r's partial of a group: the skinny kernels' clusters,
+/// every rank's tile in its own shared memory at the same offset, read through distributed
+/// shared memory. (The one-launch block kernel, whose ranks are no cluster, has its own source.)
+template <int MaxRanks, int RedLd>
+struct ClusterPartials {
+  static constexpr bool kCluster = true;  ///< its reads end with an arrival on the cluster barrier
+  const float* src[MaxRanks];
+  __device__ __forceinline__ ClusterPartials(const float* red, int split) {
+#pragma unroll
+    for (int r = 0; r < MaxRanks; ++r) {
+      src[r] = red;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      if (split > 1 && r < split) src[r] = cooperative_groups::this_cluster().map_shared_rank(red, r);
+#endif
+    }
+  }
+  /// Rank r's four sums of row `row`, columns col..col + 3 of the tile.
+  __device__ __forceinline__ float4 operator()(int r, int row, int col) const {
+    return *reinterpret_cast<const float4*>(src[r] + row * RedLd + col);
+  }
+};
+
+/// The split-K epilogue for split <= MaxRanks (1, 2, 4 or 8; the bound sizes the registers of
+/// the loads in flight), reading the partials through `partials` (ClusterPartials or a source
+/// of the same shape). A thread takes its groups a batch at a time (kEpilogueBatchFor, or fewer
 /// with p.epilogue_batch): it issues the loads of every rank's partial of every group of the
-/// batch at once (one distributed-shared-memory latency per batch), sums each group in rank
-/// order, then rounds and stores the batch's groups, whose chains are independent, so that one
-/// warp per scheduler keeps its pipes busy.
-template <int MaxRanks, typename T, int BN, int RedLd, int Threads, Epi E>
-__device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const float* red, int split, int rank, int n0,
-                                                       int64_t m0, int m_valid, int tid, const float (&bias4)[4],
-                                                       unsigned long long* stamps) {
+/// batch at once (one latency per batch), sums each group in rank order, then rounds and stores
+/// the batch's groups, whose chains are independent, so that one warp per scheduler keeps its
+/// pipes busy. With a cluster source each thread arrives on the cluster barrier after its last
+/// reads.
+template <int MaxRanks, typename T, int BN, int Threads, Epi E, typename Source>
+__device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const Source& partials, int split, int rank,
+                                                       int n0, int64_t m0, int m_valid, int tid,
+                                                       const float (&bias4)[4], unsigned long long* stamps) {
   constexpr int kGroupsPerRow = BN / 4;
   constexpr int kBatch = kEpilogueBatchFor<MaxRanks>;
+  constexpr bool kCluster = Source::kCluster;
   const int groups = m_valid * kGroupsPerRow;
   const int per_rank = (groups + split - 1) / split;
   const int g_begin = rank * per_rank;
@@ -201,15 +213,6 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const fl
   const int n = n0 + nl;
   const int cnt = min(p.n - n, 4);
   const bool has_bias = p.bias != nullptr;
-  // Every rank's partial tile, mapped once.
-  const float* src[MaxRanks];
-#pragma unroll
-  for (int r = 0; r < MaxRanks; ++r) {
-    src[r] = red;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (split > 1 && r < split) src[r] = cooperative_groups::this_cluster().map_shared_rank(red, r);
-#endif
-  }
   bool arrived = false;
   for (int g0 = g_begin + tid; g0 < g_end; g0 += batch * Threads) {
     bool live[kBatch];
@@ -217,10 +220,10 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const fl
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       live[j] = j < batch && g0 + j * Threads < g_end;
-      const int offset = (g0 + j * Threads) / kGroupsPerRow * RedLd + nl;
+      const int row = (g0 + j * Threads) / kGroupsPerRow;
 #pragma unroll
       for (int r = 0; r < MaxRanks; ++r)
-        if (live[j] && r < split) t[j][r] = *reinterpret_cast<const float4*>(src[r] + offset);
+        if (live[j] && r < split) t[j][r] = partials(r, row, nl);
     }
     float4 s[kBatch];
 #pragma unroll
@@ -234,7 +237,7 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const fl
       asm volatile("" ::"f"(s[0].x), "f"(s[0].y), "f"(s[0].z), "f"(s[0].w));
       stamps[0] = sm90::global_timer_ns();
     }
-    if (split > 1 && g0 + batch * Threads >= g_end) {  // this thread's last reads of the others' partials
+    if (kCluster && split > 1 && g0 + batch * Threads >= g_end) {  // this thread's last reads of the others' partials
       cluster_arrive_release();
       arrived = true;
     }
@@ -251,31 +254,39 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const fl
       }
     }
   }
-  if (split > 1 && !arrived) cluster_arrive_release();  // (a thread without groups)
+  if (kCluster && split > 1 && !arrived) cluster_arrive_release();  // (a thread without groups)
   if (stamps != nullptr) stamps[1] = sm90::global_timer_ns();
 }
 
-/// The split-K epilogue of one CTA (see the top of this file): `red` is this CTA's partial
-/// tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride RedLd;
-/// `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4` is
-/// epilogue_bias(). With split > 1 each thread arrives on the cluster barrier once its reads of
-/// the others' partials are done, so the barrier's latency hides under the rounding and the
+/// Runs split_k_epilogue_ranks with the rank bound that holds `split` (1, 2, 4 or 8), its
+/// partials read from make(std::integral_constant<int, bound>{}).
+template <typename T, int BN, int Threads, Epi E, typename MakeSource>
+__device__ __forceinline__ void split_k_epilogue_from(const MakeSource& make, const Params& p, int split, int rank,
+                                                      int n0, int64_t m0, int m_valid, int tid,
+                                                      const float (&bias4)[4], unsigned long long* stamps) {
+  const auto run = [&](auto ranks) {
+    split_k_epilogue_ranks<decltype(ranks)::value, T, BN, Threads, E>(p, make(ranks), split, rank, n0, m0, m_valid,
+                                                                       tid, bias4, stamps);
+  };
+  if (split <= 1) run(std::integral_constant<int, 1>{});
+  else if (split == 2) run(std::integral_constant<int, 2>{});
+  else if (split <= 4) run(std::integral_constant<int, 4>{});
+  else run(std::integral_constant<int, kMaxSplit>{});
+}
+
+/// The split-K epilogue of one CTA of a cluster (see the top of this file): `red` is this CTA's
+/// partial tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride
+/// RedLd; `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4`
+/// is epilogue_bias(). With split > 1 each thread arrives on the cluster barrier once its reads
+/// of the others' partials are done, so the barrier's latency hides under the rounding and the
 /// stores; the caller waits on it (cluster_wait_acquire) before the CTA exits, since the others
-/// may still be reading its partial. (The work: split_k_epilogue_ranks, instantiated for 1, 2,
-/// 4 and 8 ranks.)
+/// may still be reading its partial.
 template <typename T, int BN, int RedLd, int Threads, Epi E>
 __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
                                                  int64_t m0, int m_valid, int tid, const float (&bias4)[4],
                                                  unsigned long long* stamps = nullptr) {
-  if (split <= 1)
-    split_k_epilogue_ranks<1, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
-  else if (split == 2)
-    split_k_epilogue_ranks<2, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
-  else if (split <= 4)
-    split_k_epilogue_ranks<4, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4, stamps);
-  else
-    split_k_epilogue_ranks<kMaxSplit, T, BN, RedLd, Threads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
-                                                                stamps);
+  const auto cluster = [&](auto ranks) { return ClusterPartials<decltype(ranks)::value, RedLd>(red, split); };
+  split_k_epilogue_from<T, BN, Threads, E>(cluster, p, split, rank, n0, m0, m_valid, tid, bias4, stamps);
 }
 
 }  // namespace kiln::cuda_kernels::skinny

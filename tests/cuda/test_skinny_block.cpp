@@ -178,6 +178,20 @@ TEST_CASE("skinny_mlp_block: launches in a row share one workspace, and a CUDA g
     cuda::synchronize();
     check_against_two_launches(b);
   }
+  // The same with the down-projection loading w2 at once / only after all of the
+  // up-projection's CTAs have w1 (the default above: half; the counter, too, must be left at
+  // zero for the next launch).
+  for (int after : {0, 128}) {
+    CAPTURE(after);
+    SkinnyBlockArgs late = a;
+    late.w2_after_up_ctas = after;
+    REQUIRE(skinny_block_accepts(late));
+    b.refresh_input();
+    skinny_mlp_block(late, current_stream());
+    skinny_mlp_block(late, current_stream());
+    cuda::synchronize();
+    check_against_two_launches(b);
+  }
   OwnedStream stream;
   cudaGraph_t graph = nullptr;
   cuda::synchronize();
@@ -241,6 +255,14 @@ TEST_CASE("skinny_mlp_block: refusals are clear errors") {
   a = good;
   a.h = nullptr;
   refused(a, "must all be given");
+  // The benchmark's w2-after-w1 wait: at most every up-projection CTA (64 tiles x 2 here).
+  a = good;
+  a.w2_after_up_ctas = 129;
+  refused(a, "w2_after_up_ctas = 129");
+  a.w2_after_up_ctas = -2;
+  refused(a, "w2_after_up_ctas = -2");
+  a.w2_after_up_ctas = 128;
+  CHECK(skinny_block_accepts(a));
   // K past 8 CTAs of 8 k blocks.
   a = good;
   a.k = 4104, a.ldx = 4104, a.ldw1 = 4104;
