@@ -157,8 +157,7 @@ std::string refusal(const SkinnyBlockArgs& a, const BlockFacts* facts) {
                        a.n, plan.ctas, resident);
   if (a.w2_after_up_ctas < -1 || a.w2_after_up_ctas > int64_t{plan.tiles1} * plan.split1)
     return fmt::format("w2_after_up_ctas = {} must lie in [-1, {}] (the up-projection's CTAs; -1: half)",
-                       a.w2_after_up_ctas,
-                       int64_t{plan.tiles1} * plan.split1);
+                       a.w2_after_up_ctas, int64_t{plan.tiles1} * plan.split1);
   if (a.workspace == nullptr || a.workspace_bytes < plan.bytes || !aligned16(a.workspace))
     return fmt::format("the workspace must be 16-byte aligned and hold {} bytes (given {} bytes at {})", plan.bytes,
                        a.workspace_bytes, a.workspace);
