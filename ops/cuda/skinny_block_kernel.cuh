@@ -88,19 +88,6 @@ struct BlockTile {
   static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "BlockTile: two CTAs per SM");
 };
 
-/// A 32-bit load with acquire semantics at GPU scope.
-__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/// Adds v to *p with release semantics at GPU scope (the CTA's writes before a barrier that
-/// this thread passed are ordered before the addition).
-__device__ __forceinline__ void red_release_gpu(uint32_t* p, uint32_t v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 /// The split-K epilogue's source of partials in the block kernel (ClusterPartials' shape): this
 /// rank's own tile from shared memory, the others' parked in global memory (read through L2).
 template <int MaxRanks>
@@ -115,9 +102,6 @@ struct BlockPartials {
                                                                col));
   }
 };
-
-/// Orders this thread's generic-proxy global accesses with its async-proxy (TMA) ones.
-__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 
 /// The kernel: grid tiles1 * split1 + tiles2 * split2 CTAs of BlockTile::kThreads threads.
 template <typename T>
@@ -172,7 +156,7 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   // The whole share of w at once (the down-projection's after enough of w1, if asked); x (or h)
   // block i into ring stage i % kXStages (thread 0).
   if (tid == 0 && !up && p.w2_after > 0)
-    while (load_acquire_gpu(p.w1_landed) < p.w2_after) __nanosleep(64);
+    while (sm90::load_acquire_gpu(p.w1_landed) < p.w2_after) __nanosleep(64);
   if (tid == 0)
     for (int i = 0; i < nkb; ++i) {
       sm90::mbarrier_arrive_expect_tx(w_full0 + 8 * i, C::kWBytes);
@@ -181,8 +165,8 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   auto issue_in = [&](int i) {
     const int kb = kb_begin + i;
     if (!up) {
-      while (load_acquire_gpu(p.ready + kb) < static_cast<uint32_t>(p.split1)) __nanosleep(40);
-      fence_proxy_async_global();  // the acquired ordinary stores of h before this TMA read
+      while (sm90::load_acquire_gpu(p.ready + kb) < static_cast<uint32_t>(p.split1)) __nanosleep(40);
+      sm90::fence_proxy_async_global();  // the acquired ordinary stores of h before this TMA read
     }
     if (traced && i == 0) stamps[2] = sm90::global_timer_ns();
     if (traced && i == nkb - 1) stamps[4] = sm90::global_timer_ns();
@@ -262,8 +246,8 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
     }
     __syncthreads();
     if (tid == 0) {
-      red_release_gpu(parked, 1u);
-      while (load_acquire_gpu(parked) < static_cast<uint32_t>(split)) __nanosleep(20);
+      sm90::red_release_gpu(parked, 1u);
+      while (sm90::load_acquire_gpu(parked) < static_cast<uint32_t>(split)) __nanosleep(20);
     }
     __syncthreads();
   }
@@ -275,10 +259,7 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
   ep.n = up ? p.hidden : p.n;
   ep.vec_out = up ? p.vec_h : p.vec_y;
   float bias4[4];
-  {
-    const int nb = n0 + epilogue_column<C::kBlockN, C::kThreads>(split, rank, p.m, tid);
-    load_bias4(static_cast<const T*>(ep.bias), nb, min(ep.n - nb, 4), bias4);
-  }
+  epilogue_bias<T, C::kBlockN, C::kThreads>(ep, split, rank, n0, p.m, tid, bias4);
   const auto parked_partials = [&](auto ranks) {
     return BlockPartials<decltype(ranks)::value>{red, ws, rank};
   };
@@ -291,9 +272,9 @@ __global__ void __launch_bounds__(BlockTile::kThreads, 2)
     // Publish this rank's slice of h: it was stored by ordinary stores and is read by TMA (a
     // proxy fence by every storing thread), then counted into ready[tile] with release semantics
     // after the barrier; the down-projection waits for split1 counts.
-    fence_proxy_async_global();
+    sm90::fence_proxy_async_global();
     __syncthreads();
-    if (tid == 0) red_release_gpu(p.ready + tile, 1u);
+    if (tid == 0) sm90::red_release_gpu(p.ready + tile, 1u);
   } else if (split > 1) {
     // The tile's last rank resets its counters (every rank is past its parked wait).
     __syncthreads();

@@ -64,23 +64,6 @@ struct Params {
 /// cluster barrier), the epilogue's first group summed, its last group stored, exit.
 inline constexpr int kSkinnyTracePoints = 8;
 
-/// This thread's arrival on the cluster barrier, with release semantics (its reads of the other
-/// CTAs' partials are done); pairs with cluster_wait_acquire. Not .aligned: threads arrive
-/// when their own reads are done. (Nothing before sm_90, where the host launches no clusters.)
-__device__ __forceinline__ void cluster_arrive_release() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
-
-/// Waits until every thread of the cluster has arrived (cluster_arrive_release), with acquire
-/// semantics.
-__device__ __forceinline__ void cluster_wait_acquire() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
-
 /// out from the rounded pre-activation h, as the unfused op computes it.
 template <typename T, Epi E>
 __device__ __forceinline__ T activate(T h) {
@@ -238,7 +221,7 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const So
       stamps[0] = sm90::global_timer_ns();
     }
     if (kCluster && split > 1 && g0 + batch * Threads >= g_end) {  // this thread's last reads of the others' partials
-      cluster_arrive_release();
+      sm90::cluster_arrive_release();
       arrived = true;
     }
     if (cnt <= 0) continue;  // columns past n (the last tile): nothing to store
@@ -254,7 +237,7 @@ __device__ __forceinline__ void split_k_epilogue_ranks(const Params& p, const So
       }
     }
   }
-  if (kCluster && split > 1 && !arrived) cluster_arrive_release();  // (a thread without groups)
+  if (kCluster && split > 1 && !arrived) sm90::cluster_arrive_release();  // (a thread without groups)
   if (stamps != nullptr) stamps[1] = sm90::global_timer_ns();
 }
 

@@ -257,7 +257,7 @@ __device__ __forceinline__ void skinny_gemm_body(const Params& p) {
 
   // This rank's slice of the tile's 4-column groups (rows past m_valid are not stored).
   split_k_epilogue<T, BN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4);
-  if (split > 1) cluster_wait_acquire();  // the others may still be reading our partials (the epilogue arrived)
+  if (split > 1) sm90::cluster_wait_acquire();  // the others may still be reading our partials (the epilogue arrived)
 }
 
 }  // namespace kiln::cuda_kernels::skinny

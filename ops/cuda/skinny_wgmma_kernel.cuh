@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   if (traced) stamps[4] = sm90::global_timer_ns();
   split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
                                                                    traced ? stamps + 5 : nullptr);
-  if (split > 1) cluster_wait_acquire();  // the others may still be reading our partial (the epilogue arrived)
+  if (split > 1) sm90::cluster_wait_acquire();  // the others may still be reading our partial (the epilogue arrived)
   if (traced) {
     stamps[7] = sm90::global_timer_ns();
     unsigned long long* row = p.trace + (static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kSkinnyTracePoints;

@@ -1,8 +1,8 @@
 // The Hopper PTX the sm_90a kernels (linear+GELU, the wgmma skinny GEMM) are built from, one
 // thin inline-asm wrapper each: mbarriers (the pipeline's full/empty handshakes), TMA tensor
 // loads (plain and multicast to a CTA cluster), wgmma's fence/commit/wait and its shared-memory
-// matrix descriptor, setmaxnreg, the cluster barrier and programmatic dependent launch's
-// controls. Written from the PTX ISA; the wrappers only exist in the sm_90a device pass
+// matrix descriptor, setmaxnreg, the cluster barrier (whole, or arrive and wait apart), GPU-scope
+// acquire/release and the global proxy fence, and programmatic dependent launch's controls. Written from the PTX ISA; the wrappers only exist in the sm_90a device pass
 // (KILN_SM90A_DEVICE), where every instruction here is legal, so the kernels that use them
 // compile to empty bodies anywhere else.
 #pragma once
@@ -139,6 +139,22 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+/// Orders this thread's generic-proxy global accesses with its async-proxy (TMA) ones.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
+/// A 32-bit load with acquire semantics at GPU scope.
+__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/// Adds v to *p with release semantics at GPU scope (the CTA's writes before a barrier that
+/// this thread passed are ordered before the addition).
+__device__ __forceinline__ void red_release_gpu(uint32_t* p, uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 /// Named barrier `id` over `threads` threads (a warpgroup: 128).
 __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -234,6 +250,25 @@ __device__ __forceinline__ void griddepcontrol_launch_dependents() {
 }
 
 #endif  // KILN_SM90A_DEVICE
+
+/// This thread's arrival on the cluster barrier, with release semantics (its reads of the other
+/// CTAs' shared memory are done); pairs with cluster_wait_acquire. Not .aligned: threads arrive
+/// when their own reads are done. Outside the sm_90a guard, as the portable skinny kernel's
+/// clusters use it on every architecture that has clusters (nothing before sm_90, where the
+/// host launches none).
+__device__ __forceinline__ void cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+
+/// Waits until every thread of the cluster has arrived (cluster_arrive_release), with acquire
+/// semantics.
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
 
 /// The GPU's global nanosecond timer (one clock for every SM; benchmarks' in-kernel stamps).
 /// Legal on every architecture, so outside the sm_90a guard.
