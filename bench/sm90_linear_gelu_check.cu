@@ -72,7 +72,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 21;
+constexpr int kNumVariants = 22;
 constexpr auto kShippedFit = kiln::cuda_kernels::GeluFit::Shipped;
 constexpr auto kNr9 = kiln::cuda_kernels::GeluFit::Nr9;
 constexpr auto kDegree5 = kiln::cuda_kernels::GeluFit::Degree5;
@@ -99,7 +99,9 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
                                                 true},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kDegree5},
-                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kDegree5}};
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kDegree5},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
+                                                false, false}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
@@ -110,7 +112,7 @@ const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3
                                            "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
                                            "coop 4st chunked 2 in flight", "pp64 5st direct stores",
                                            "pp64 5st staged GELU",        "v7's va: pp64 5st chunked deg-5",
-                                           "v7's v0: coop 4st chunked deg-5"};
+                                           "v7's v0: coop 4st chunked deg-5", "v9's va: pp64 5st chunked, no handoff"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;

@@ -47,6 +47,7 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=
   > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1
 say "build rc=$? at $(date +%T) warnings=$(grep -c 'warning' "$OUT/build.log") $(grep -m1 'oneDNN' "$OUT/build.log") $(grep -m1 'NCCL backend' "$OUT/build.log")"
 grep -E "error" "$OUT/build.log" | head -20 >> "$S"
+say "wgmma serialised (ptxas C7520) in $(grep -c C7520 "$OUT/build.log") kernels of the library build"
 if has cuda; then
   timeout 300 $B/tests/test_cuda > "$OUT/test_cuda.log" 2>&1; say "test_cuda rc=$? $(grep -E 'test cases:' "$OUT/test_cuda.log") at $(date +%T)"
   grep -B2 -A8 "ERROR" "$OUT/test_cuda.log" | head -80 >> "$S"
@@ -192,7 +193,7 @@ if has cpu; then
   cat "$OUT/cpu.txt" >> "$S"
 fi
 if has sm90; then
-  wait "$sm90_build"; tail -1 "$OUT/sm90_build.log" | tee -a "$S"
+  wait "$sm90_build"; tail -2 "$OUT/sm90_build.log" | tee -a "$S"
   OUT=$OUT/sm90 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_console.txt" 2>&1; say "sm90_gpu_check rc=$? at $(date +%T)"
   grep -vE '^\s*/\*|^\s*$' "$OUT/sm90_console.txt" | grep -E 'RESULT|PROFILE|ABTEST|rc [0-9]|lines|instructions|x[0-9.]+ vs Lt' >> "$S"
 fi

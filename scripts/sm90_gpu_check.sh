@@ -43,6 +43,8 @@ if [[ -n "${BUILD_ONLY:-}" ]] || ! "$BIN" probe > /dev/null 2>&1; then
     -I"$FMT_INC" "$SRC/bench/sm90_linear_gelu_check.cu" "$SRC/core/error.cpp" -o "$BIN" -lcublasLt -lgomp \
     > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
+# ptxas's C7520 notice: some wgmma are serialised (e.g. accumulators moved on a divergent path).
+echo "wgmma serialised (ptxas C7520) in $(grep -c C7520 "$OUT/build.log" 2> /dev/null || echo 0) kernels of the harness"
 [[ -z "${BUILD_ONLY:-}" ]] || exit 0
 
 # SASS: the tensor-core instructions must be HGMMA (wgmma), not HMMA.

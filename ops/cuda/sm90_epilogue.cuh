@@ -47,6 +47,9 @@ struct KernelParams {
   uint32_t pair_out = 0;  ///< direct stores: out may be stored two elements at a time
   uint32_t pair_pre = 0;  ///< likewise pre
   uint32_t staged = 0;    ///< out (and pre) go through shared memory and TMA stores
+  /// TileConfig::kHandoffLast configurations: the CTA's last tile shares its epilogue with the
+  /// other consumer (v10); 0 keeps it with its owner (the harness compares both).
+  uint32_t handoff_last = 0;
 #if defined(KILN_SM90_BENCH_HOOKS)
   int32_t bench_skip = 0;  ///< benchmark only: 1 skips the GELU, 2 the whole epilogue, 3 a tanh GELU (v7)
   /// Benchmark only: when set, per CTA kTimingSlots clock64/globaltimer counters (the kernel's

@@ -54,6 +54,7 @@ struct Variant {
   int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
   bool direct_store = false;  ///< TileConfig::kDirectStore (v7; the harness builds it for Pingpong64, Registers)
   bool smem_gelu = false;     ///< TileConfig::kSmemGelu (v7; likewise)
+  bool handoff_last = true;   ///< KernelParams::handoff_last, where TileConfig::kHandoffLast (v10)
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
   unsigned long long* bench_timing = nullptr;  ///< KernelParams::bench_timing (grid x kTimingSlots)
@@ -222,6 +223,7 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   }
   KernelParams p;
   p.staged = staged ? 1u : 0u;
+  p.handoff_last = Cfg::kHandoffLast && v.handoff_last ? 1u : 0u;
   p.bias = a.bias;
   p.out = a.out;
   p.pre = a.pre;

@@ -19,7 +19,9 @@
 //     has not landed yet.
 // The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
 // asked, applies the exact GELU and stores out, each element once: through a shared-memory
-// buffer per consumer and TMA stores for 16-bit outputs, or straight from registers.
+// buffer per consumer and TMA stores for 16-bit outputs, or straight from registers. In the
+// 64-row ping-pong (v10) the owner of a CTA's last tile, whose epilogue no mainloop hides,
+// hands half of its chunks to the other consumer, which has finished its own tiles.
 // With kCluster = 2, the two CTAs of a cluster take vertically adjacent tiles of one column of
 // w: each loads its own x tile and half of the w tile, multicast into both CTAs' stage, so
 // L2 serves w once per pair; a stage is refilled only when the consumers of both CTAs have
@@ -53,77 +55,10 @@
 
 #include "sm90_epilogue.cuh"
 #include "sm90_ptx.cuh"
+#include "sm90_tile_config.cuh"
 #include "sm90_wgmma.cuh"
 
 namespace kiln::cuda_kernels::sm90 {
-
-/// A compile-time configuration: element type, tile width, tile sharing, cluster size, ring
-/// depth, staged store width, where the GELU of a staged tile runs (in the consumers'
-/// registers when neither flag is set, the producer warpgroup's spare warps with Offload, the
-/// consumers during the next tile's mainloop with Interleave), gelu_fast's fit, and whether the
-/// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
-template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
-          bool Interleave = false, GeluFit Fit = GeluFit::Shipped, bool ChunkGelu = false, int BlockM = 128,
-          int Inflight = 1, bool DirectStore = false, bool SmemGelu = false>
-struct TileConfig {
-  using Element = T;
-  /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
-  /// tile, 128 rows (two m64 atoms, v1-v3's) or 64 (one m64n256 atom, v6's).
-  static constexpr int kBlockM = BlockM;
-  static constexpr int kBlockN = BlockN;
-  static constexpr bool kPingpong = Pingpong;
-  static constexpr int kCluster = Cluster;
-  static constexpr int kStages = Stages;
-  static constexpr int kBlockK = 128 / static_cast<int>(sizeof(T));  ///< one 128-byte swizzle row
-  static constexpr int kKSteps = 4;                                    ///< wgmma k steps (32 bytes) per stage
-  static constexpr int kMAtoms = Pingpong ? BlockM / 64 : 1;           ///< m64 atoms per consumer
-  static constexpr int kConsumerRows = 64 * kMAtoms;
-  static constexpr int kABytes = kBlockM * 128;
-  static constexpr int kBBytes = kBlockN * 128;
-  static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr bool kCanStage = sizeof(T) == 2;  ///< 16-bit outputs may take the staged epilogue
-  static constexpr int kStageCols = StageCols;  ///< columns per staged store round (a multiple of 64)
-  static constexpr int kStagingBytes = kCanStage ? kConsumerRows * kStageCols * 2 : 0;  ///< per consumer
-  static constexpr int kDynamicSmem = kStages * kStageBytes + 2 * kStagingBytes + 1024;  // + alignment slack
-  static constexpr int kThreads = 384;
-  static constexpr uint32_t kEmptyArrivals = (Pingpong ? 1 : 2) * Cluster;  // consumer warpgroups per stage
-  static constexpr bool kOffload = Offload;
-  static constexpr bool kInterleave = Interleave;
-  static constexpr GeluFit kGeluFit = Fit;  ///< gelu_fast's fit (the shipped one unless the harness asks)
-  /// In-register GELU, staged stores: each store chunk's GELU right before its stmatrix, so the
-  /// next chunk's GELU overlaps the previous chunk's TMA store instead of waiting for it.
-  static constexpr bool kChunkGelu = ChunkGelu;
-  static constexpr int kWorkers = 96;  ///< offload: warps 1-3 of the producer warpgroup
-  /// wgmma groups (k blocks) a consumer keeps in flight while it issues the next: 1 until v6; 2
-  /// gives a lone ping-pong consumer twice the slack before the tensor cores run dry.
-  static constexpr int kInflight = Inflight;
-  /// v7, chunked 64 x 256 ping-pong only: each staged chunk leaves through st.global.v4 from the
-  /// buffer (every thread its own 16-byte vectors) instead of a TMA store.
-  static constexpr bool kDirectStore = DirectStore;
-  /// v7, likewise: the chunk's bias-added pre-activation is staged rounded to T and the GELU
-  /// runs on the buffer (each thread on the vectors it stores), in a rolled chunk loop: one copy
-  /// of the GELU's code instead of one per chunk.
-  static constexpr bool kSmemGelu = SmemGelu;
-  // Registers per thread after setmaxnreg (128 x producer + 256 x consumer <= 64K): the offload
-  // workers need some for the GELU; the consumers' epilogue is then only bias and stmatrix.
-  // (ptxas compiles every role within the entry cap, 168 for 384 threads, and within a lower
-  // setmaxnreg: the offload workers' four vectors in flight need more than 56.)
-  static constexpr int kProducerRegisters = Offload ? 88 : 24;
-  static constexpr int kConsumerRegisters = Offload ? 208 : 240;
-  static_assert(128 * kProducerRegisters + 256 * kConsumerRegisters <= 65536, "TileConfig: 64K registers");
-  static_assert(!(Offload || Interleave) || (!Pingpong && kCanStage && StageCols == BlockN),
-                "TileConfig: a deferred GELU needs the cooperative schedule and whole-tile staging");
-  static_assert(!(Offload && Interleave), "TileConfig: one place for the GELU");
-  static_assert(kMAtoms * kBlockN / 2 <= 128, "TileConfig: at most 128 accumulators per consumer thread");
-  static_assert(Cluster == 1 || Cluster == 2, "TileConfig: clusters of 1 or 2 CTAs");
-  static_assert(Pingpong ? (BlockM == 64 || BlockM == 128) : BlockM == 128,
-                "TileConfig: 128-row cooperative tiles, 64- or 128-row ping-pong tiles");
-  static_assert(Inflight >= 1 && Inflight < Stages, "TileConfig: 1 .. kStages - 1 wgmma groups in flight");
-  static_assert(!(DirectStore || SmemGelu) || (Pingpong && BlockM == 64 && ChunkGelu && StageCols == 64),
-                "TileConfig: direct chunk stores and the staged GELU are built for the chunked 64-row ping-pong");
-  static_assert(kDynamicSmem <= 227 * 1024, "TileConfig: the ring does not fit in shared memory");
-  static_assert(kStageCols % 64 == 0 && kBlockN % kStageCols == 0, "TileConfig: staged chunks of 64-column blocks");
-};
 
 #if defined(KILN_SM90_BENCH_HOOKS)
 /// Benchmark only: counters per CTA in KernelParams::bench_timing (start clock and globaltimer,
@@ -157,7 +92,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kStages = Cfg::kStages;
   // Static shared memory holds the barriers and bias copies (a build without this body has none:
   // sm90_linear_gelu_supported() tells the two apart by it).
-  __shared__ __align__(8) uint64_t barriers[2 * kStages + 6];
+  __shared__ __align__(8) uint64_t barriers[2 * kStages + 7];
   __shared__ BiasPair<typename Cfg::Element> bias_smem[2][Cfg::kBlockN / 2];  // per consumer: the tile's bias
   extern __shared__ uint8_t dynamic_smem[];
   const uint32_t ring = (smem_address(dynamic_smem) + 1023u) & ~1023u;
@@ -168,6 +103,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // again (freed0 + 8c, one arrival by the worker that stored it).
   const uint32_t staged0 = smem_address(&barriers[2 * kStages + 2]);
   const uint32_t freed0 = smem_address(&barriers[2 * kStages + 4]);
+  // v10 (kHandoffLast): the owner of the CTA's last tile has handed its values over (128 arrivals).
+  const uint32_t handed = smem_address(&barriers[2 * kStages + 6]);
   const uint32_t staging0 = ring + kStages * Cfg::kStageBytes;  // consumer c's buffer: + c * kStagingBytes
 
   if (threadIdx.x == 0) {
@@ -181,6 +118,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       mbarrier_init(staged0 + 8 * c, 128);
       mbarrier_init(freed0 + 8 * c, 1);
     }
+    mbarrier_init(handed, 128);
     fence_mbarrier_init();
   }
   if constexpr (Cfg::kCluster > 1) cluster_sync();
@@ -345,6 +283,39 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       }
     };
+    // The chunked epilogue (kChunkGelu, staged): chunks [chunk_begin, chunk_end) of the tile at
+    // (tile_m0, tile_n0), each chunk's GELU right before its stores. (A template, so that only
+    // the configurations that call it build it.)
+    auto gelu_chunks = [&]<class C2 = Cfg>(float (&values)[C2::kMAtoms][C2::kBlockN / 2], int chunk_begin,
+                                           int chunk_end, int tile_m0, int tile_n0, bool with_gelu) {
+      constexpr int kChunkValues = C2::kStageCols / 2;  // a chunk's values per thread and atom
+      auto chunk_step = [&]<int C>() {
+        if (C < chunk_begin || C >= chunk_end) return;
+#if defined(KILN_SM90_BENCH_HOOKS)
+        if (p.bench_skip == 3) apply_gelu_tanh<C2, C * kChunkValues, (C + 1) * kChunkValues>(values);
+        else
+#endif
+          if (with_gelu) apply_gelu<C2, C * kChunkValues, (C + 1) * kChunkValues>(values);
+        if constexpr (C2::kDirectStore)
+          store_chunk_vectors_from<C2>(values, static_cast<T*>(p.out), p.ldo, staging, 1 + consumer, thread, tile_m0,
+                                       tile_n0, p.m, p.n, C);
+        else
+          store_chunk_staged<C2>(values, &map_out, staging, 1 + consumer, thread, tile_m0, tile_n0, C);
+      };
+      [&]<int... C>(std::integer_sequence<int, C...>) {
+        (chunk_step.template operator()<C>(), ...);
+      }(std::make_integer_sequence<int, C2::kBlockN / C2::kStageCols>{});
+    };
+    // v10 (kHandoffLast): the values the owner of the CTA's last tile hands over go to the ring
+    // stage of that tile's last k block, which is free: its owner's wgmma have read it, every
+    // earlier reader had released it before its last fill, and no load follows. Value v of thread
+    // t sits at float v * 128 + t (conflict-free), stored one float at a time: 16-byte stores made
+    // ptxas move the accumulators into register quads on this path, which serialises every wgmma
+    // of the kernel (its C7520 notice). The owner's threads arrive on the `handed` mbarrier after
+    // their stores (release); the receiver waits on it (acquire) and loads the values into an
+    // array of its own, not into its accumulators (the same notice).
+    constexpr int kHandoffFirst = Cfg::kHandoffChunk * (Cfg::kStageCols / 2);  // first value handed over
+    constexpr int kHandoffValues = Cfg::kBlockN / 2 - kHandoffFirst;
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -458,6 +429,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
       named_barrier_sync(1 + consumer, 128);
       add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      // v10: the CTA's last tile hands its later chunks to the other consumer.
+      int chunk_end = Cfg::kBlockN / Cfg::kStageCols;
+      if constexpr (Cfg::kHandoffLast) {
+        if (p.handoff_last != 0 && p.staged != 0 && u + clusters >= units) {
+          static_assert(Cfg::kMAtoms == 1, "the handoff is built for one m64 atom per consumer");
+          const uint32_t handoff = ring + (s == 0 ? kStages - 1 : s - 1) * Cfg::kStageBytes;
+#pragma unroll
+          for (int v = 0; v < kHandoffValues; ++v)
+            st_shared_f32(handoff + (v * 128 + thread) * 4, acc[0][kHandoffFirst + v]);
+          mbarrier_arrive(handed);
+          chunk_end = Cfg::kHandoffChunk;
+        }
+      }
       if constexpr (Cfg::kInterleave) {
         if (p.staged != 0 && u + clusters < units) {
           // Not this CTA's last tile: stage the pre-activation, rounded to T (what the unfused
@@ -504,27 +488,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (p.pre != nullptr) store(&map_pre, p.pre, p.ldp, p.pair_pre);
       if constexpr (Cfg::kChunkGelu && Cfg::kCanStage) {
         if (p.staged != 0) {
-          constexpr int kChunkValues = Cfg::kStageCols / 2;  // a chunk's values per thread and atom
-          auto chunk_step = [&]<int C>() {
-#if defined(KILN_SM90_BENCH_HOOKS)
-            if (p.bench_skip == 3) apply_gelu_tanh<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
-            else
-#endif
-              if (gelu) apply_gelu<Cfg, C * kChunkValues, (C + 1) * kChunkValues>(acc);
-            if constexpr (Cfg::kDirectStore)
-              store_chunk_vectors_from<Cfg>(acc, static_cast<T*>(p.out), p.ldo, staging, 1 + consumer, thread,
-                                            m0 + row_in_tile, n0, p.m, p.n, C);
-            else
-              store_chunk_staged<Cfg>(acc, &map_out, staging, 1 + consumer, thread, m0 + row_in_tile, n0, C);
-          };
-          [&]<int... C>(std::integer_sequence<int, C...>) {
-            (chunk_step.template operator()<C>(), ...);
-          }(std::make_integer_sequence<int, Cfg::kBlockN / Cfg::kStageCols>{});
+          gelu_chunks(acc, 0, chunk_end, m0 + row_in_tile, n0, gelu);
           continue;
         }
       }
       if (gelu) apply_gelu<Cfg>(acc);
       store(&map_out, p.out, p.ldo, p.pair_out);
+    }
+    if constexpr (Cfg::kHandoffLast) {
+      // v10: the consumer that does not own the CTA's last tile (it has finished its own)
+      // takes the values handed over and applies the GELU to and stores that tile's later chunks.
+#if defined(KILN_SM90_BENCH_HOOKS)
+      const bool epilogue = p.bench_skip != 2;
+      const bool gelu = p.bench_skip != 1;
+#else
+      constexpr bool epilogue = true, gelu = true;
+#endif
+      if (epilogue && p.handoff_last != 0 && p.staged != 0 && cluster < units) {
+        const int last_local = (units - 1 - cluster) / clusters;
+        if ((last_local & 1) != consumer) {
+          const int2 unit = unit_coordinates(cluster + last_local * clusters, p);
+          const int64_t last_block = static_cast<int64_t>(last_local) * p.k_blocks + p.k_blocks - 1;
+          const uint32_t handoff = ring + static_cast<uint32_t>(last_block % kStages) * Cfg::kStageBytes;
+          mbarrier_wait(handed, 0);
+          float values[Cfg::kMAtoms][Cfg::kBlockN / 2];  // only the handed-over chunks are read
+#pragma unroll
+          for (int v = 0; v < kHandoffValues; ++v)
+            values[0][kHandoffFirst + v] = ld_shared_f32(handoff + (v * 128 + thread) * 4);
+          gelu_chunks(values, Cfg::kHandoffChunk, Cfg::kBlockN / Cfg::kStageCols, unit.x * Cfg::kBlockM + row_in_tile,
+                      unit.y * Cfg::kBlockN, gelu);
+        }
+      }
     }
     // TMA stores still reading this warpgroup's buffer must finish before the CTA leaves.
     if (Cfg::kCanStage && p.staged != 0 && thread == 0) bulk_wait_group();

@@ -169,6 +169,16 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t address, uint32_t r0, uint3
                : "memory");
 }
 
+/// One float to / from shared memory at `address`.
+__device__ __forceinline__ void st_shared_f32(uint32_t address, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(address), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_shared_f32(uint32_t address) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(address) : "memory");
+  return v;
+}
+
 /// 16 bytes from / to shared memory at `address`.
 __device__ __forceinline__ uint4 ld_shared_v4(uint32_t address) {
   uint4 v;
