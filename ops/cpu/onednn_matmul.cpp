@@ -159,13 +159,15 @@ Cache& cache() {
 }
 
 // This thread's scratchpad, 64-byte aligned, grown to the largest primitive it ran.
+struct ScratchpadBuffer {
+  void* data = nullptr;
+  size_t size = 0;
+  ~ScratchpadBuffer() { std::free(data); }
+};
+thread_local ScratchpadBuffer scratchpad_buffer;
+
 void* scratchpad(size_t bytes) {
-  struct Buffer {
-    void* data = nullptr;
-    size_t size = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
+  ScratchpadBuffer& buffer = scratchpad_buffer;
   if (bytes > buffer.size) {
     const size_t rounded = (bytes + 63) / 64 * 64;
     void* grown = take_fault(injected_scratchpad_faults) ? nullptr : std::aligned_alloc(64, rounded);
@@ -216,6 +218,8 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
 
 int64_t onednn_matmul_cached_primitives() { return cache().size(); }
 
+int64_t onednn_matmul_thread_scratchpad_bytes() { return static_cast<int64_t>(scratchpad_buffer.size); }
+
 void onednn_matmul_inject_fault_for_testing(OnednnFault fault) {
   ++(fault == OnednnFault::PrimitiveBuild ? injected_build_faults : injected_scratchpad_faults);
 }
@@ -226,6 +230,7 @@ void onednn_matmul_inject_fault_for_testing(OnednnFault fault) {
 
 namespace kiln::cpu {
 int64_t onednn_matmul_cached_primitives() { return 0; }
+int64_t onednn_matmul_thread_scratchpad_bytes() { return 0; }
 void onednn_matmul_inject_fault_for_testing(OnednnFault) {}
 }  // namespace kiln::cpu
 

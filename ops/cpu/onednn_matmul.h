@@ -30,6 +30,10 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
 /// How many primitives the cache holds now (tests and benchmarks).
 int64_t onednn_matmul_cached_primitives();
 
+/// The calling thread's scratchpad size in bytes: the largest any tile it ran has asked for
+/// (0 when none has; oneDNN asks for one or not by shape and CPU). Tests use it.
+int64_t onednn_matmul_thread_scratchpad_bytes();
+
 /// The failures onednn_matmul_inject_fault_for_testing can provoke.
 enum class OnednnFault {
   PrimitiveBuild,  ///< oneDNN refuses a tile shape that is not cached yet
