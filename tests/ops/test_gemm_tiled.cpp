@@ -431,10 +431,8 @@ TEST_CASE("the float tiles: oneDNN refusing a tile or a scratchpad that cannot g
   };
   std::vector<Tensor> padded;  // x, w, bias of the first shape that asks for a scratchpad
   for (const std::array<int64_t, 3> mkn : {std::array<int64_t, 3>{M, K, N}, {256, 256, 256}, {64, 1024, 4096}}) {
-    std::vector<Tensor> args = mkn[0] == M ? std::vector<Tensor>{x, w, bias}
-                                           : std::vector<Tensor>{random_eighths({mkn[0], mkn[1]}, kFloat32),
-                                                                 random_eighths({mkn[2], mkn[1]}, kFloat32),
-                                                                 random_eighths({mkn[2]}, kFloat32)};
+    std::vector<Tensor> args{random_eighths({mkn[0], mkn[1]}, kFloat32), random_eighths({mkn[2], mkn[1]}, kFloat32),
+                             random_eighths({mkn[2]}, kFloat32)};
     int64_t bytes = 0;
     on_fresh_thread([&] {
       (void)linear(args[0], args[1], args[2]);
