@@ -287,7 +287,8 @@ struct ShapeBuffers {
 /// The in-kernel profile (KernelParams::bench_timing) of each variant at the two target shapes:
 /// after 30 launches in a row (the card in its steady state under this load), one instrumented
 /// launch; per CTA the SM clock (clock64 over globaltimer) and, per consumer tile, the cycles of
-/// the mainloop (turn granted to last wgmma done), the epilogue and the wait for the turn.
+/// the mainloop (turn granted to last wgmma done), the epilogue and the wait for the turn; then
+/// (v11, KernelParams::bench_tail) the stamps inside the last tile's epilogue as TAIL lines.
 int profile(const std::vector<int>& variants) {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -295,6 +296,11 @@ int profile(const std::vector<int>& variants) {
   const size_t slots = static_cast<size_t>(sms) * sm90::kTimingSlots;
   CK(cudaMalloc(&timing, slots * sizeof(unsigned long long)));
   std::vector<unsigned long long> h(slots);
+  // v11: stamps inside the last tile's epilogue (sm90::kTailSlots per CTA).
+  unsigned long long* tail = nullptr;
+  const size_t tail_slots = static_cast<size_t>(sms) * sm90::kTailSlots;
+  CK(cudaMalloc(&tail, tail_slots * sizeof(unsigned long long)));
+  std::vector<unsigned long long> ht(tail_slots);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   cudaEvent_t e0, e1;
@@ -309,7 +315,9 @@ int profile(const std::vector<int>& variants) {
         var.bench_skip = skip;
         for (int i = 0; i < warm; ++i) sm90::launch_variant(b.args(i), s, var);
         CK(cudaMemsetAsync(timing, 0, slots * sizeof(unsigned long long), s));
+        CK(cudaMemsetAsync(tail, 0, tail_slots * sizeof(unsigned long long), s));
         var.bench_timing = timing;
+        var.bench_tail = tail;
         CK(cudaEventRecord(e0, s));
         sm90::launch_variant(b.args(warm), s, var);
         CK(cudaEventRecord(e1, s));
@@ -318,6 +326,7 @@ int profile(const std::vector<int>& variants) {
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, e0, e1));
         CK(cudaMemcpy(h.data(), timing, slots * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ht.data(), tail, tail_slots * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
         std::vector<double> mhz, total;
         double mainloop = 0, epi = 0, turn = 0, tiles = 0;
         for (int cta = 0; cta < sms; ++cta) {
@@ -345,11 +354,38 @@ int profile(const std::vector<int>& variants) {
             skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU", 1000.0 * ms, median(mhz),
             *std::min_element(mhz.begin(), mhz.end()), median(total), kmax, mainloop / tiles, epi / tiles, turn / tiles,
             tiles / (2.0 * static_cast<double>(total.size())));
+        // The last tile's epilogue in the CTAs with the most tiles (they set the kernel's time):
+        // per slot (sm90::kTailSlots says which is which), the median cycles after the owner's
+        // last mainloop (slot 0), "-" where nothing stamped it.
+        unsigned long long most = 0;
+        for (int cta = 0; cta < sms; ++cta) {
+          const unsigned long long* t = &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
+          most = std::max(most, t[7] + t[13]);
+        }
+        std::string line;
+        for (int slot = 1; slot < sm90::kTailSlots; ++slot) {
+          std::vector<double> d;
+          for (int cta = 0; cta < sms; ++cta) {
+            const unsigned long long* t = &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
+            const unsigned long long* q = &ht[static_cast<size_t>(cta) * sm90::kTailSlots];
+            if (t[7] + t[13] != most || q[0] == 0 || q[slot] == 0) continue;
+            d.push_back(static_cast<double>(static_cast<long long>(q[slot] - q[0])));
+          }
+          char cell[32];
+          if (d.empty()) std::snprintf(cell, sizeof cell, " %d:-", slot);
+          else std::snprintf(cell, sizeof cell, " %d:%.0f", slot, median(d));
+          line += cell;
+        }
+        std::printf("TAIL M=%lld K=%lld N=%lld %-30s %-11s cycles after the last mainloop (median over %llu-tile CTAs):%s\n",
+                    static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
+                    skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU", most,
+                    line.c_str());
         std::fflush(stdout);
       }
     }
   }
   CK(cudaFree(timing));
+  CK(cudaFree(tail));
   return 0;
 }
 

@@ -10,7 +10,8 @@
 #  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
 #  beside the library's build and then runs scripts/sm90_gpu_check.sh with the environment's VARIANTS, BENCH,
 #  PROFILE, ABTEST, ABTEST_SHAPES, SANITIZE, SKIP_SANITIZE ... into $OUT/sm90. PACK=1 leaves two files in $OUT,
-#  summary.txt and logs.txt (every other log, concatenated): the device tool returns at most 8.)
+#  summary.txt and logs.txt (every other log, concatenated): the device tool returns at most 8.
+#  MLP_DTYPE=bfloat16 limits the mlp step's side_by_side_fused_mlp to one dtype; default all.)
 set -u
 OUT=${OUT:-/tmp/session-gpu}
 STEPS=${STEPS:-"cuda sanitize mlp cpu"}
@@ -110,7 +111,7 @@ if has mlp; then
   if cmake --install $B --prefix "$PWD/$B/install" > "$OUT/libtorch.log" 2>&1 &&
      cmake -S bench/libtorch -B $B-libtorch -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix;$PWD/$B/install" >> "$OUT/libtorch.log" 2>&1 &&
      timeout 200 cmake --build $B-libtorch -j 16 --target side_by_side_fused_mlp >> "$OUT/libtorch.log" 2>&1; then
-    timeout 120 $B-libtorch/side_by_side_fused_mlp --dtype all > "$OUT/mlp.txt" 2>&1
+    timeout 120 $B-libtorch/side_by_side_fused_mlp --dtype ${MLP_DTYPE:-all} > "$OUT/mlp.txt" 2>&1
     say "side_by_side_fused_mlp rc=$? at $(date +%T)"; grep -A12 '^dtype' "$OUT/mlp.txt" | tail -14 >> "$S"
   else
     say "libtorch side-by-side: build failed"; tail -20 "$OUT/libtorch.log" >> "$S"
@@ -195,7 +196,7 @@ fi
 if has sm90; then
   wait "$sm90_build"; tail -2 "$OUT/sm90_build.log" | tee -a "$S"
   OUT=$OUT/sm90 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_console.txt" 2>&1; say "sm90_gpu_check rc=$? at $(date +%T)"
-  grep -vE '^\s*/\*|^\s*$' "$OUT/sm90_console.txt" | grep -E 'RESULT|PROFILE|ABTEST|rc [0-9]|lines|instructions|x[0-9.]+ vs Lt' >> "$S"
+  grep -vE '^\s*/\*|^\s*$' "$OUT/sm90_console.txt" | grep -E 'RESULT|PROFILE|TAIL|ABTEST|rc [0-9]|lines|instructions|x[0-9.]+ vs Lt' >> "$S"
 fi
 say "end $(date +%T)"
 if [ -n "${PACK:-}" ]; then

@@ -21,6 +21,7 @@
 #   NCU="a0 a2" ...                              # ncu --set full of variant a, bench_skip 0 / 2 (ncu.log)
 #   ABTEST="0,a" ...                             # target shapes, cuBLASLt and these variants taking turns
 #                                                # (appended to profile.log)
+#   SASS_FN=regex ...                            # the SASS of the matching kernels (sass_fn.txt)
 # While the profile and benchmark run, nvidia-smi samples SM clock and power (smi.csv).
 # The build needs fmt's headers (header-only mode): installed, or FMT_INC=<folder holding fmt/>
 # (default $SRC/include, where a copied tree can carry them).
@@ -64,6 +65,11 @@ if command -v cuobjdump > /dev/null; then
     awk '/Function :/ { p = ($3 ~ /gelu_every_value_kernel.*nv_bfloat16.*GeluFitE[01]E/); if (p) print $3 }
          p && /\/\*[0-9a-f]+\*\// && !/NOP/ { sub(/;.*/, ""); print }' /tmp/sm90.sass
   } | tee "$OUT/sass.txt"
+  # SASS_FN=regex: the whole SASS of the kernels whose mangled names match, to read the schedule.
+  if [[ -n "${SASS_FN:-}" ]]; then
+    awk -v re="$SASS_FN" '/Function :/ { p = ($3 ~ re) } p' /tmp/sm90.sass > "$OUT/sass_fn.txt"
+    echo "SASS of $(grep -c 'Function :' "$OUT/sass_fn.txt") kernel(s) matching $SASS_FN: $OUT/sass_fn.txt"
+  fi
 fi
 
 status=0
@@ -88,7 +94,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_eve
 smi=$!
 if [[ -n "${PROFILE:-}" ]]; then
   timeout 60 "$BIN" profile "$PROFILE" > "$OUT/profile.log" 2>&1 || { status=1; echo "profile rc $?"; }
-  grep PROFILE "$OUT/profile.log" | sed -e 's/  */ /g'
+  grep -E "^(PROFILE|TAIL)" "$OUT/profile.log" | sed -e "s/  */ /g"
 fi
 if [[ -n "${ABTEST:-}" ]]; then
   timeout 90 "$BIN" abtest "$ABTEST" >> "$OUT/profile.log" 2>&1 || { status=1; echo "abtest rc $?"; }

@@ -55,6 +55,9 @@ struct KernelParams {
   /// Benchmark only: when set, per CTA kTimingSlots clock64/globaltimer counters (the kernel's
   /// in-kernel profile: mainloop, epilogue and turn-wait cycles per consumer).
   unsigned long long* bench_timing = nullptr;
+  /// Benchmark only (v11): per CTA kTailSlots clock64 stamps inside the last tile's epilogue
+  /// (owner and receiver of the v10 handoff), or null.
+  unsigned long long* bench_tail = nullptr;
 #endif
 };
 

@@ -58,6 +58,7 @@ struct Variant {
 #if defined(KILN_SM90_BENCH_HOOKS)
   int bench_skip = 0;  ///< KernelParams::bench_skip
   unsigned long long* bench_timing = nullptr;  ///< KernelParams::bench_timing (grid x kTimingSlots)
+  unsigned long long* bench_tail = nullptr;    ///< KernelParams::bench_tail (grid x kTailSlots)
 #endif
 };
 
@@ -190,6 +191,10 @@ bool device_ready(int device) {
       (void)launch_info<ConfigFor<__half, Schedule::Pingpong64, 1, Epilogue::Registers>>(device);
       (void)launch_info<ConfigFor<float, Schedule::Pingpong64, 1, Epilogue::Registers>>(device);
     } catch (const Error&) {
+      // (e.g. a configuration whose shared memory the device refuses): the call that failed
+      // left its error as the runtime's last one; clear it, or the next op's launch check
+      // would report it as its own.
+      (void)cudaGetLastError();
       ready = false;
     }
   }
@@ -241,6 +246,7 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 #if defined(KILN_SM90_BENCH_HOOKS)
   p.bench_skip = v.bench_skip;
   p.bench_timing = v.bench_timing;
+  p.bench_tail = v.bench_tail;
 #endif
   const int64_t units = static_cast<int64_t>(p.units_m) * p.units_n;
   const int clusters = static_cast<int>(std::min<int64_t>(units, info.max_clusters));

@@ -64,12 +64,21 @@ namespace kiln::cuda_kernels::sm90 {
 /// Benchmark only: counters per CTA in KernelParams::bench_timing (start clock and globaltimer,
 /// then per consumer: mainloop, epilogue and turn-wait cycles, end clock and globaltimer, tiles).
 inline constexpr int kTimingSlots = 16;
+/// Benchmark only (v11): clock64 stamps per CTA in KernelParams::bench_tail, taken by thread 0
+/// of a consumer inside the epilogue of the CTA's last tile. Owner of that tile: 0 its mainloop
+/// done, 1 bias added, 2 values handed over; chunk C: 3 + 2C its GELU done, 4 + 2C its stores
+/// issued; 11 the owner leaves. The receiver: 12 waiting for the values, 13 they are in, 14 loaded,
+/// its chunks as above, 15 it leaves.
+inline constexpr int kTailSlots = 16;
 #endif
 #if defined(KILN_SM90_BENCH_HOOKS) && defined(KILN_SM90A_DEVICE)
 #define KILN_SM90_TIMING(...) __VA_ARGS__
 #else
 #define KILN_SM90_TIMING(...)
 #endif
+// A tail stamp (kTailSlots) when this thread traces the last tile's epilogue.
+#define KILN_SM90_TAIL(slot) \
+  KILN_SM90_TIMING(if (tail_trace) p.bench_tail[blockIdx.x * kTailSlots + (slot)] = clock64();)
 
 /// (unit row, unit column) of scheduling unit `u` in the grouped raster order.
 __device__ __forceinline__ int2 unit_coordinates(int u, const KernelParams& p) {
@@ -285,6 +294,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
       }
     };
+    // Thread 0 stamps the last tile's epilogue (kTailSlots), leaving at slot tail_end.
+    KILN_SM90_TIMING(bool tail_trace = false; int tail_end = 11;)
     // The chunked epilogue (kChunkGelu, staged): chunks [chunk_begin, chunk_end) of the tile at
     // (tile_m0, tile_n0), each chunk's GELU right before its stores. (A template, so that only
     // the configurations that call it build it.)
@@ -298,11 +309,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         else
 #endif
           if (with_gelu) apply_gelu<C2, C * kChunkValues, (C + 1) * kChunkValues>(values);
+        KILN_SM90_TAIL(3 + 2 * C);
         if constexpr (C2::kDirectStore)
           store_chunk_vectors_from<C2>(values, static_cast<T*>(p.out), p.ldo, staging, 1 + consumer, thread, tile_m0,
                                        tile_n0, p.m, p.n, C);
         else
           store_chunk_staged<C2>(values, &map_out, staging, 1 + consumer, thread, tile_m0, tile_n0, C);
+        KILN_SM90_TAIL(4 + 2 * C);
       };
       [&]<int... C>(std::integer_sequence<int, C...>) {
         (chunk_step.template operator()<C>(), ...);
@@ -318,6 +331,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // array of its own, not into its accumulators (the same notice).
     constexpr int kHandoffFirst = Cfg::kHandoffChunk * (Cfg::kStageCols / 2);  // first value handed over
     constexpr int kHandoffValues = Cfg::kBlockN / 2 - kHandoffFirst;
+    constexpr int kChunks = Cfg::kBlockN / Cfg::kStageCols;
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -389,6 +403,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
 #pragma unroll
         for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
+      KILN_SM90_TIMING(tail_trace = p.bench_tail != nullptr && thread == 0 && u + clusters >= units;)
+      KILN_SM90_TAIL(0);
       KILN_SM90_TIMING(if (timing) {
         const unsigned long long now = clock64();
         t_main += now - t_mark;
@@ -426,8 +442,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
       named_barrier_sync(1 + consumer, 128);
       add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      KILN_SM90_TAIL(1);
       // v10: the CTA's last tile hands its later chunks to the other consumer.
-      int chunk_end = Cfg::kBlockN / Cfg::kStageCols;
+      int chunk_end = kChunks;
       if constexpr (Cfg::kHandoffLast) {
         if (p.handoff_last != 0 && p.staged != 0 && u + clusters >= units) {
           static_assert(Cfg::kMAtoms == 1, "the handoff is built for one m64 atom per consumer");
@@ -437,6 +454,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             st_shared_f32(handoff + (v * 128 + thread) * 4, acc[0][kHandoffFirst + v]);
           mbarrier_arrive(handed);
           chunk_end = Cfg::kHandoffChunk;
+          KILN_SM90_TAIL(2);
         }
       }
       if constexpr (Cfg::kInterleave) {
@@ -501,18 +519,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           const int2 unit = unit_coordinates(cluster + last_local * clusters, p);
           const int64_t last_block = static_cast<int64_t>(last_local) * p.k_blocks + p.k_blocks - 1;
           const uint32_t handoff = ring + static_cast<uint32_t>(last_block % kStages) * Cfg::kStageBytes;
+          KILN_SM90_TIMING(tail_trace = p.bench_tail != nullptr && thread == 0; tail_end = 15;)
+          KILN_SM90_TAIL(12);
           mbarrier_wait(handed, 0);
+          KILN_SM90_TAIL(13);
           float values[Cfg::kMAtoms][Cfg::kBlockN / 2];  // only the handed-over chunks are read
 #pragma unroll
           for (int v = 0; v < kHandoffValues; ++v)
             values[0][kHandoffFirst + v] = ld_shared_f32(handoff + (v * 128 + thread) * 4);
-          gelu_chunks(values, Cfg::kHandoffChunk, Cfg::kBlockN / Cfg::kStageCols, unit.x * Cfg::kBlockM + row_in_tile,
-                      unit.y * Cfg::kBlockN, gelu);
+          KILN_SM90_TAIL(14);
+          gelu_chunks(values, Cfg::kHandoffChunk, kChunks, unit.x * Cfg::kBlockM + row_in_tile, unit.y * Cfg::kBlockN,
+                      gelu);
         }
       }
     }
     // TMA stores still reading this warpgroup's buffer must finish before the CTA leaves.
     if (Cfg::kCanStage && p.staged != 0 && thread == 0) bulk_wait_group();
+    KILN_SM90_TAIL(tail_end);
     KILN_SM90_TIMING(if (timing) {
       if (tiles_done > 0) t_epi += clock64() - t_mark;
       unsigned long long* slot = p.bench_timing + blockIdx.x * kTimingSlots + 2 + 6 * consumer;
