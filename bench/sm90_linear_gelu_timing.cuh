@@ -313,6 +313,7 @@ int profile(const std::vector<int>& variants) {
       for (int skip : {0, 1, 2, 3}) {
         sm90::Variant var = kVariants[v];
         var.bench_skip = skip;
+        const char* mode = skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU";
         for (int i = 0; i < warm; ++i) sm90::launch_variant(b.args(i), s, var);
         CK(cudaMemsetAsync(timing, 0, slots * sizeof(unsigned long long), s));
         CK(cudaMemsetAsync(tail, 0, tail_slots * sizeof(unsigned long long), s));
@@ -351,7 +352,7 @@ int profile(const std::vector<int>& variants) {
             "median %8.0f max %8.0f  per consumer tile: mainloop %7.0f  epilogue %6.0f  turn wait %7.0f cycles "
             "(%.1f tiles per consumer)\n",
             static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
-            skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU", 1000.0 * ms, median(mhz),
+            mode, 1000.0 * ms, median(mhz),
             *std::min_element(mhz.begin(), mhz.end()), median(total), kmax, mainloop / tiles, epi / tiles, turn / tiles,
             tiles / (2.0 * static_cast<double>(total.size())));
         // The last tile's epilogue in the CTAs with the most tiles (they set the kernel's time):
@@ -378,7 +379,7 @@ int profile(const std::vector<int>& variants) {
         }
         std::printf("TAIL M=%lld K=%lld N=%lld %-30s %-11s cycles after the last mainloop (median over %llu-tile CTAs):%s\n",
                     static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
-                    skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU", most,
+                    mode, most,
                     line.c_str());
         std::fflush(stdout);
       }

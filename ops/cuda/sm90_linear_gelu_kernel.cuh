@@ -296,6 +296,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
     // Thread 0 stamps the last tile's epilogue (kTailSlots), leaving at slot tail_end.
     KILN_SM90_TIMING(bool tail_trace = false; int tail_end = 11;)
+    constexpr int kChunks = Cfg::kBlockN / Cfg::kStageCols;  // staged store chunks per tile
     // The chunked epilogue (kChunkGelu, staged): chunks [chunk_begin, chunk_end) of the tile at
     // (tile_m0, tile_n0), each chunk's GELU right before its stores. (A template, so that only
     // the configurations that call it build it.)
@@ -319,7 +320,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       };
       [&]<int... C>(std::integer_sequence<int, C...>) {
         (chunk_step.template operator()<C>(), ...);
-      }(std::make_integer_sequence<int, C2::kBlockN / C2::kStageCols>{});
+      }(std::make_integer_sequence<int, kChunks>{});
     };
     // v10 (kHandoffLast): the values the owner of the CTA's last tile hands over go to the ring
     // stage of that tile's last k block, which is free: its owner's wgmma have read it, every
@@ -331,7 +332,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // array of its own, not into its accumulators (the same notice).
     constexpr int kHandoffFirst = Cfg::kHandoffChunk * (Cfg::kStageCols / 2);  // first value handed over
     constexpr int kHandoffValues = Cfg::kBlockN / 2 - kHandoffFirst;
-    constexpr int kChunks = Cfg::kBlockN / Cfg::kStageCols;
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
