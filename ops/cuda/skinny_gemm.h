@@ -70,11 +70,6 @@ struct SkinnyGemmArgs {
   /// The sm_90a kernel asks L2 to prefetch its share of w before it waits for the previous
   /// kernel (safe: skinny_wgmma.cu); false is a benchmark's comparison.
   bool prefetch_l2 = true;
-  /// The sm_90a kernel: how many CTAs of adjacent column tiles share one load of each x box
-  /// (multicast to them; a cluster of split_k x group_n CTAs, at most 8). 0 = chosen, 1 = no
-  /// sharing, 2..8 a benchmark's or test's override (n / block_n tiles must divide by it).
-  /// Any value gives the same bits.
-  int group_n = 0;
   /// Benchmark override: at most this many 4-column groups one thread of the split-K epilogue
   /// sums and rounds at once (1..4); 0 = the kernel's choice (4 at splits 1-2, 2 at 3-4, 1
   /// above). Any value gives the same bits.
@@ -110,8 +105,7 @@ int64_t skinny_gemm_max_m();
 /// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
 /// k below 2^31 - 128), k a multiple of 8, x and w 16-byte aligned with ldx, ldw multiples of 8 and
 /// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides (warps_k
-/// not with SkinnyKernel::Wgmma, block_n, stages and group_n 0..8 not with
-/// SkinnyKernel::Portable), non-null pointers.
+/// not with SkinnyKernel::Wgmma, block_n not with SkinnyKernel::Portable), non-null pointers.
 /// Touches no device.
 bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
 

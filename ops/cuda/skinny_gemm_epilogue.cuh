@@ -49,11 +49,7 @@ struct Params {
   int32_t m = 0, n = 0, k = 0;
   int32_t k_blocks = 0;         ///< ceil(k / 64)
   int32_t blocks_per_rank = 0;  ///< k blocks per cluster rank (the last rank may have fewer)
-  int32_t split = 1;            ///< CTAs along K per tile (cluster ranks)
-  /// The sm_90a kernel: CTAs of adjacent column tiles sharing x (one x load multicast to them
-  /// all); the cluster is split x group_n CTAs along grid x, CTA rank r of group member g at
-  /// cluster rank g * split + r. 1: no sharing.
-  int32_t group_n = 1;
+  int32_t split = 1;            ///< cluster size along grid x
   uint32_t vec_out = 0;         ///< out rows may be stored 4 elements (8 bytes) at a time
   uint32_t vec_pre = 0;         ///< likewise pre
   int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
@@ -156,19 +152,17 @@ inline constexpr int kEpilogueBatchFor = MaxRanks >= 8 ? 1 : MaxRanks >= 4 ? 2 :
 
 /// Where the split-K epilogue reads rank r's partial of a group: the skinny kernels' clusters,
 /// every rank's tile in its own shared memory at the same offset, read through distributed
-/// shared memory; rank r is cluster rank base + r (base: the tile's first, Params::group_n).
-/// (The one-launch block kernel, whose ranks are no cluster, has its own source.)
+/// shared memory. (The one-launch block kernel, whose ranks are no cluster, has its own source.)
 template <int MaxRanks, int RedLd>
 struct ClusterPartials {
   static constexpr bool kCluster = true;  ///< its reads end with an arrival on the cluster barrier
   const float* src[MaxRanks];
-  __device__ __forceinline__ ClusterPartials(const float* red, int split, int base) {
+  __device__ __forceinline__ ClusterPartials(const float* red, int split) {
 #pragma unroll
     for (int r = 0; r < MaxRanks; ++r) {
       src[r] = red;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      if (split > 1 && r < split)
-        src[r] = cooperative_groups::this_cluster().map_shared_rank(red, static_cast<unsigned>(base + r));
+      if (split > 1 && r < split) src[r] = cooperative_groups::this_cluster().map_shared_rank(red, r);
 #endif
     }
   }
@@ -265,18 +259,16 @@ __device__ __forceinline__ void split_k_epilogue_from(const MakeSource& make, co
 
 /// The split-K epilogue of one CTA of a cluster (see the top of this file): `red` is this CTA's
 /// partial tile of BN columns (rows of w from n0) by m_valid rows (of x from m0), row stride
-/// RedLd; `split` CTAs (cluster ranks rank_base.., this one rank_base + `rank`) hold theirs at
-/// the same offset; `bias4` is epilogue_bias(). With split > 1 each thread arrives on the cluster barrier once its reads
+/// RedLd; `split` CTAs (cluster ranks, this one `rank`) hold theirs at the same offset; `bias4`
+/// is epilogue_bias(). With split > 1 each thread arrives on the cluster barrier once its reads
 /// of the others' partials are done, so the barrier's latency hides under the rounding and the
 /// stores; the caller waits on it (cluster_wait_acquire) before the CTA exits, since the others
 /// may still be reading its partial.
 template <typename T, int BN, int RedLd, int Threads, Epi E>
 __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* red, int split, int rank, int n0,
                                                  int64_t m0, int m_valid, int tid, const float (&bias4)[4],
-                                                 unsigned long long* stamps = nullptr, int rank_base = 0) {
-  const auto cluster = [&](auto ranks) {
-    return ClusterPartials<decltype(ranks)::value, RedLd>(red, split, rank_base);
-  };
+                                                 unsigned long long* stamps = nullptr) {
+  const auto cluster = [&](auto ranks) { return ClusterPartials<decltype(ranks)::value, RedLd>(red, split); };
   split_k_epilogue_from<T, BN, Threads, E>(cluster, p, split, rank, n0, m0, m_valid, tid, bias4, stamps);
 }
 

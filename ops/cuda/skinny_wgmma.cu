@@ -12,12 +12,6 @@
 // device, never on the epilogue, so a fused call and a linear on the same operands compute the
 // same sums.
 //
-// x shared by column tiles (SkinnyGemmArgs::group_n, docs/notes/skinny_gemm.md v10): the
-// cluster grows to split x group_n CTAs (at most 8) and each CTA holds its rank's x slab after
-// a ring of w alone; a group_n that does not
-// divide the column tiles, makes a cluster the device does not launch or a slab past
-// WgTile::kMaxHeldBlocks k blocks is refused with a kiln::Error naming the values.
-//
 // Programmatic dependent launch is on by default: the kernel reads and writes no global memory
 // into the CTA before griddepcontrol.wait, which returns once the previous kernel in the stream
 // has completed and its writes are visible, so the attribute changes when the CTAs start (they
@@ -78,23 +72,15 @@ struct WgLaunch {
   int stages = 0, max_stages = 0;  ///< the default ring depth, the deepest it is built for
   int smem = 0, max_smem = 0;      ///< dynamic shared memory with those rings
   int stage_bytes = 0;
-  int w_bytes = 0, x_bytes = 0, red_bytes = 0;  ///< a stage's w box, x box, the partial tile
-  int max_held_blocks = 0;                      ///< the most k blocks of x a CTA holds (group_n > 1)
   /// Dynamic shared memory with a ring of `s` stages.
   int smem_for(int s) const { return max_smem - (max_stages - s) * stage_bytes; }
-  /// Dynamic shared memory with a ring of `s` stages of w alone and `blocks` k blocks of x held
-  /// (the partial tile overlaying them).
-  int smem_holding_x(int s, int blocks) const {
-    return s * w_bytes + std::max(blocks * x_bytes, red_bytes) + 1024;
-  }
 };
 
 template <typename T, int BN, int BM>
 WgLaunch wg_launch_of(SkinnyEpilogue e) {
   using Cfg = WgTile<BN, BM>;
   return {wg_kernel_of<T, BN, BM>(e), BN, BM, Cfg::default_stages(), Cfg::kMaxStages,
-          Cfg::smem_bytes(Cfg::default_stages()), Cfg::smem_bytes(Cfg::kMaxStages), Cfg::kStageBytes,
-          Cfg::kWBytes, Cfg::kXBytes, Cfg::kRedBytes, Cfg::kMaxHeldBlocks};
+          Cfg::smem_bytes(Cfg::default_stages()), Cfg::smem_bytes(Cfg::kMaxStages), Cfg::kStageBytes};
 }
 
 template <typename T, int BN>
@@ -117,28 +103,23 @@ WgLaunch wg_pick(SkinnyType type, SkinnyEpilogue e, int bn, int bm) {
 int wg_block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 int wg_bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
 
-/// The largest cluster the kernel is launched with (split x group_n): CUDA's portable limit.
-constexpr int kMaxCluster = 8;
-
 /// What one device offers the sm_90a kernel, found once.
 struct WgFacts {
   bool ready = false;
   int sms = 0;
-  int max_dynamic_smem = 0;  ///< what every kernel may take (a CTA holding x may need past its ring's)
-  /// Clusters of each size (index size - 1) resident at once, per BN index (64, 128) and BM
-  /// index; 0 for a size the device does not launch.
-  std::array<std::array<std::array<int, kMaxCluster>, 4>, 2> max_clusters{};
+  /// Clusters of each size (index split - 1) resident at once, per BN index (64, 128) and BM index.
+  std::array<std::array<std::array<int, kMaxSplit>, 4>, 2> max_clusters{};
 };
 
-/// How many clusters of `size` CTAs of `l` can be resident at once (0 when unknown).
-int wg_resident_clusters(const WgLaunch& l, int size) {
+/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
+int wg_resident_clusters(const WgLaunch& l, int split) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(size));
+  config.gridDim = dim3(static_cast<unsigned>(split));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = static_cast<size_t>(l.smem);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(size);
+  attribute.val.clusterDim.x = static_cast<unsigned>(split);
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
@@ -174,10 +155,8 @@ void find_wg_facts(int device, WgFacts& f) {
       for (int bn : {64, 128})
         for (int bm : {16, 32, 64, 128}) {
           const WgLaunch l = wg_pick(t, e, bn, bm);  // any ring depth up to the deepest may run
-          // (1 KB below the device's limit leaves room for the kernel's static mbarriers.)
-          if (l.max_smem > max_smem - 1024 ||
-              cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem - 1024) !=
-                  cudaSuccess) {
+          if (l.max_smem > max_smem ||
+              cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.max_smem) != cudaSuccess) {
             (void)cudaGetLastError();
             return;
           }
@@ -185,12 +164,11 @@ void find_wg_facts(int device, WgFacts& f) {
   for (int bn : {64, 128})
     for (int bm : {16, 32, 64, 128}) {
       const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
-      for (int size = 1; size <= kMaxCluster; ++size)
-        f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(size - 1)] =
-            wg_resident_clusters(l, size);
+      for (int split = 1; split <= kMaxSplit; ++split)
+        f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
+            wg_resident_clusters(l, split);
     }
   f.sms = sms;
-  f.max_dynamic_smem = max_smem - 1024;
   f.ready = true;
 }
 
@@ -213,38 +191,18 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   const int64_t tiles_m = (a.m + bm - 1) / bm;
   const int bn = a.block_n != 0 ? a.block_n : 64;
   const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
-  int stages = a.stages != 0 ? std::min(a.stages, l.max_stages) : l.stages;
+  const int stages = a.stages != 0 ? std::min(a.stages, l.max_stages) : l.stages;
   const int64_t tiles_n = (a.n + bn - 1) / bn;
   int split = a.split_k;
   if (split == 0) {
     const int64_t tiles = tiles_n * tiles_m;
     split = static_cast<int>(std::clamp<int64_t>(f->sms / tiles, 1, kMaxSplit));
     const auto& fit = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))];
-    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;  // (group_n 1)
+    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
   }
   split = std::min(split, k_blocks);
   const int32_t blocks_per_rank = (k_blocks + split - 1) / split;
   split = (k_blocks + blocks_per_rank - 1) / blocks_per_rank;  // no rank without k blocks
-  const int group_n = a.group_n != 0 ? a.group_n : 1;
-  const int cluster = split * group_n;
-  const auto& resident = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))];
-  // Holding x: by default the deepest ring of w (up to the rank's k blocks, 8 at most) that
-  // leaves room on the SM for one CTA of the default ring beside it (a programmatic dependent's).
-  if (group_n > 1 && a.stages == 0) {
-    stages = std::min(l.max_stages, std::max(2, blocks_per_rank));
-    while (stages > 2 && l.smem_holding_x(stages, blocks_per_rank) + 1024 + l.smem + 1024 > 228 * 1024) --stages;
-  }
-  const int smem = group_n > 1 ? l.smem_holding_x(stages, blocks_per_rank) : l.smem_for(stages);
-  KILN_CHECK(group_n == 1 || (blocks_per_rank <= l.max_held_blocks && smem <= f->max_dynamic_smem),
-             "skinny_gemm: group_n {} cannot share x here: a CTA would hold {} k blocks of x (at most {}) in {} bytes "
-             "of shared memory (at most {})",
-             group_n, blocks_per_rank, l.max_held_blocks, smem, f->max_dynamic_smem);
-  KILN_CHECK(group_n == 1 ||
-                 (tiles_n % group_n == 0 && cluster <= kMaxCluster && resident[static_cast<size_t>(cluster - 1)] > 0),
-             "skinny_gemm: group_n {} cannot share x here: it must divide the {} column tiles of {} rows of w (n = {}), "
-             "and split {} x group_n {} = {} CTAs must be a cluster this device launches (at most {}{})",
-             group_n, tiles_n, bn, a.n, split, group_n, cluster, kMaxCluster,
-             cluster <= kMaxCluster && resident[static_cast<size_t>(cluster - 1)] == 0 ? "; it refused this size" : "");
 
   Params p;
   p.bias = a.bias;
@@ -258,7 +216,6 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.k_blocks = k_blocks;
   p.blocks_per_rank = blocks_per_rank;
   p.split = split;
-  p.group_n = group_n;
   p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
   p.epilogue_batch = a.epilogue_batch;
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
@@ -276,13 +233,13 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(tiles_m));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem_for(stages));
   config.stream = stream;
   std::array<cudaLaunchAttribute, 2> attributes{};
   unsigned count = 0;
-  if (cluster > 1) {
+  if (split > 1) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
-    attributes[count].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attributes[count].val.clusterDim.x = static_cast<unsigned>(split);
     attributes[count].val.clusterDim.y = 1;
     attributes[count].val.clusterDim.z = 1;
     ++count;

@@ -24,17 +24,6 @@
 // the split-K epilogue shared with the portable kernel (skinny_gemm_epilogue.cuh) reduces the
 // cluster's tiles through distributed shared memory in rank order and stores.
 //
-// Sharing x (Params::group_n = G > 1): the G CTAs of adjacent column tiles with the same rank
-// read the same x boxes, which L2 would otherwise serve G times (at M = 64 as many bytes as w).
-// They form one cluster with the tile's split ranks (split x G CTAs, member g rank r at cluster
-// rank g * split + r) and hold the rank's whole x slab in shared memory (at most kMaxHeldBlocks
-// k blocks, after the ring, which then carries w alone): block i's x box is loaded once, by
-// member i % G, multicast into the same offset of all G, each completing its own mbarrier for
-// that block (used once: no refill, so no "empty" signal between CTAs). A cluster barrier after
-// the mbarriers' initialisation (arrived before the wait for the previous kernel, waited on
-// only before the first multicast) keeps a multicast from landing on an uninitialised barrier.
-// The partial tile then overlays the x slab, which every wgmma has read by then.
-//
 // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before its first
 // global read or write and lets its dependent start (launch_dependents) right after that, so
 // when the host launches the next kernel with the programmatic attribute (skinny_wgmma.cu does
@@ -81,7 +70,6 @@ struct WgTile {
   static constexpr int kWBytes = kBlockN * 128;
   static constexpr int kXBytes = BM * 128;
   static constexpr int kStageBytes = kWBytes + kXBytes;  ///< a multiple of 1024: stages stay swizzle-aligned
-  static constexpr int kMaxHeldBlocks = 16;  ///< group_n > 1: the most k blocks of x a CTA holds
   static constexpr int kRedLd = kBlockN + 4;             ///< floats per partial-tile row (bank spread)
   static constexpr int kRedBytes = BM * kRedLd * 4;
   /// The deepest ring the kernel is built for: 8 stages, fewer when they and the partial tile
@@ -114,27 +102,16 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   // Static shared memory: the stages' mbarriers (a build without this body has none: the host
   // tells an image with the body from one without by it).
   __shared__ __align__(8) uint64_t full[Cfg::kMaxStages];
-  __shared__ __align__(8) uint64_t held[Cfg::kMaxHeldBlocks];  // group_n > 1: x block i has landed
   extern __shared__ __align__(16) uint8_t dynamic_smem[];
   const uint32_t base = sm90::smem_address(dynamic_smem);
   const uint32_t ring = (base + 1023u) & ~1023u;
-  const int group_n = p.group_n;
-  const bool hold_x = group_n > 1;  // x in its own slab after a ring of w alone
-  const int stage_bytes = hold_x ? Cfg::kWBytes : Cfg::kStageBytes;
-  const uint32_t x_slab = ring + stages * stage_bytes;
-  // The partial tile: after the ring, or over the x slab, read by then (see the top).
-  float* red = reinterpret_cast<float*>(dynamic_smem + (x_slab - base));
+  float* red = reinterpret_cast<float*>(dynamic_smem + (ring - base) + stages * Cfg::kStageBytes);
   const uint32_t full0 = sm90::smem_address(&full[0]);
-  const uint32_t held0 = sm90::smem_address(&held[0]);
   const int tid = static_cast<int>(threadIdx.x);
 
   const int split = p.split;
-  const int rank = static_cast<int>(blockIdx.x) % split;  // the rank along K: clusters tile grid x
-  const int member = static_cast<int>(blockIdx.x) / split % group_n;  // in the x-sharing group
+  const int rank = static_cast<int>(blockIdx.x) % split;  // the cluster rank: clusters tile grid x
   const int n0 = static_cast<int>(blockIdx.x) / split * Cfg::kBlockN;
-  // The group's CTAs (cluster ranks g * split + rank), the multicast's destination mask.
-  uint16_t group_mask = 0;
-  for (int g = 0; g < group_n; ++g) group_mask = static_cast<uint16_t>(group_mask | (1u << (g * split + rank)));
   const int m0 = static_cast<int>(blockIdx.y) * BM;  // (accepts() keeps m below 2^22)
   const int m_valid = p.m - m0 < BM ? p.m - m0 : BM;
   const int kb_begin = rank * p.blocks_per_rank;
@@ -146,8 +123,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
 
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
-    if (hold_x)
-      for (int i = 0; i < nkb; ++i) sm90::mbarrier_init(held0 + 8 * i, 1);
     sm90::fence_mbarrier_init();
     sm90::prefetch_tensor_map(&map_w);
     sm90::prefetch_tensor_map(&map_x);
@@ -156,7 +131,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
       for (int i = 0; i < nkb; ++i) prefetch_l2_2d(&map_w, (kb_begin + i) * Cfg::kBlockK, n0);
   }
   __syncthreads();
-  if (hold_x) sm90::cluster_arrive_relaxed();  // our mbarriers are ready (fence_mbarrier_init released them)
   // Nothing global is read into the CTA before this point: a dependent launch may have started
   // us early (the L2 prefetch above brings nothing into the CTA).
   sm90::griddepcontrol_wait();
@@ -167,29 +141,18 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   float bias4[4];
   epilogue_bias<T, Cfg::kBlockN, Cfg::kThreads>(p, split, rank, n0, m_valid, tid, bias4);
 
-  // Local block i (k block kb_begin + i) into stage i % stages (thread 0 only): its w box, and
-  // its x box unless the CTA holds x.
+  // Local block i (k block kb_begin + i) into stage i % stages (thread 0 only).
   auto issue = [&](int i) {
     const int s = i % stages;
     const uint32_t bar = full0 + 8 * s;
-    const uint32_t a = ring + s * stage_bytes;
+    const uint32_t a = ring + s * Cfg::kStageBytes;
     const int k0 = (kb_begin + i) * Cfg::kBlockK;
-    sm90::mbarrier_arrive_expect_tx(bar, stage_bytes);  // zero-filled boxes count in full
+    sm90::mbarrier_arrive_expect_tx(bar, Cfg::kStageBytes);  // zero-filled boxes count in full
     sm90::tma_load_2d(a, &map_w, bar, k0, n0);
-    if (!hold_x) sm90::tma_load_2d(a + Cfg::kWBytes, &map_x, bar, k0, m0);
+    sm90::tma_load_2d(a + Cfg::kWBytes, &map_x, bar, k0, m0);
   };
-  if (tid == 0) {
-    if (hold_x)
-      for (int i = 0; i < nkb; ++i) sm90::mbarrier_arrive_expect_tx(held0 + 8 * i, Cfg::kXBytes);
+  if (tid == 0)
     for (int i = 0; i < stages && i < nkb; ++i) issue(i);
-  }
-  if (hold_x) {
-    sm90::cluster_wait_acquire();  // every member's mbarriers are initialised
-    if (tid == 0)
-      for (int i = member; i < nkb; i += group_n)
-        sm90::tma_load_2d_multicast(x_slab + i * Cfg::kXBytes, &map_x, held0 + 8 * i, (kb_begin + i) * Cfg::kBlockK,
-                                    m0, group_mask);
-  }
 
   float acc[Cfg::kAtoms][Cfg::kAccumulators];
 #pragma unroll
@@ -199,11 +162,10 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   for (int i = 0; i < nkb; ++i) {
     const int s = i % stages;
     sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / stages) & 1u);
-    if (hold_x) sm90::mbarrier_wait(held0 + 8 * i, 0);
     if (traced && i == 0) stamps[2] = sm90::global_timer_ns();
-    const uint32_t a = ring + s * stage_bytes;
+    const uint32_t a = ring + s * Cfg::kStageBytes;
     const uint64_t desc_a = sm90::smem_descriptor_sw128(a);
-    const uint64_t desc_b = sm90::smem_descriptor_sw128(hold_x ? x_slab + i * Cfg::kXBytes : a + Cfg::kWBytes);
+    const uint64_t desc_b = sm90::smem_descriptor_sw128(a + Cfg::kWBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
@@ -252,9 +214,8 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   else __syncthreads();
   if (traced) stamps[4] = sm90::global_timer_ns();
   split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
-                                                                   traced ? stamps + 5 : nullptr, member * split);
+                                                                   traced ? stamps + 5 : nullptr);
   if (split > 1) sm90::cluster_wait_acquire();  // the others may still be reading our partial (the epilogue arrived)
-  else if (hold_x) sm90::cluster_sync();  // no member leaves while a multicast it issued may still land elsewhere
   if (traced) {
     stamps[7] = sm90::global_timer_ns();
     unsigned long long* row = p.trace + (static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kSkinnyTracePoints;

@@ -272,15 +272,6 @@ __device__ __forceinline__ void cluster_arrive_release() {
 #endif
 }
 
-/// This thread's arrival on the cluster barrier without ordering its memory operations (after
-/// fence_mbarrier_init, as CUTLASS's pipelines start: a .release arrive would also wait for
-/// the thread's earlier memory operations, such as its L2 prefetches, to be performed).
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-#endif
-}
-
 /// Waits until every thread of the cluster has arrived (cluster_arrive_release), with acquire
 /// semantics.
 __device__ __forceinline__ void cluster_wait_acquire() {

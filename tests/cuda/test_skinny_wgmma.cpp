@@ -6,10 +6,7 @@
 // without programmatic dependent launch, every ring depth, with and without the L2 prefetch;
 // an up/down projection pair chained by programmatic dependent launch in a CUDA graph, replayed
 // into poisoned buffers; and weights overwritten by the kernel right before a programmatic
-// launch; x shared by column tiles (group_n: each CTA holds its x slab, multicast in clusters of
-// split x group_n) against float64 and bit for bit against the unshared kernel, and refused
-// where it cannot run. Elsewhere
-// the cases say they skip. (Its errors and routing: test_skinny_gemm.cpp.)
+// launch. Elsewhere the cases say they skip. (Its errors and routing: test_skinny_gemm.cpp.)
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
@@ -49,94 +46,6 @@ TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, both tile widths, every 
     check_shape(129, 1000, 1032, {.kernel = kWg, .block_n = 128, .stages = stages});
   }
   check_shape(64, 1024, 4096, {.kernel = kWg, .prefetch_l2 = false});
-}
-
-TEST_CASE("skinny_gemm, sm_90a kernel: x shared by column tiles gives the unshared kernel's bits") {
-  if (!skinny_wgmma_ready()) {
-    MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM");
-    return;
-  }
-  manual_seed(1510);
-  constexpr SkinnyKernel kWg = SkinnyKernel::Wgmma;
-  // Against float64, every epilogue: the MLP block's shapes and a partial row tile.
-  check_shape(64, 4096, 1024, {.kernel = kWg, .group_n = 4});
-  check_shape(33, 1000, 1024, {.split_k = 2, .kernel = kWg, .group_n = 4});
-  struct Case {
-    int64_t m, n, k;
-    int split, stages, group_n, block_n;
-  };
-  // Splits 1-4 with groups 2-8 (clusters up to 8), a partial last column tile (n 1000, 16 tiles
-  // of 64), K off the blocks (2056, 1000), every BM (m 7, 17, 64, 100, 200: two row tiles), the
-  // most k blocks a CTA holds (16, the w ring of 2 stages refilled every other block), a ring
-  // of 8 and both tile widths.
-  const std::vector<Case> cases = {{64, 4096, 1024, 2, 0, 2, 0},  {64, 4096, 1024, 2, 0, 4, 0},
-                                   {7, 1000, 1024, 1, 0, 8, 0},   {100, 512, 2056, 3, 0, 2, 0},
-                                   {200, 512, 1000, 2, 0, 4, 0},  {64, 512, 1024, 1, 2, 8, 0},
-                                   {17, 1024, 2048, 4, 3, 2, 0},  {64, 1024, 1024, 2, 0, 4, 128},
-                                   {64, 4096, 1024, 2, 8, 4, 0}};
-  for (const Case& c : cases)
-    for (DType dtype : {kBFloat16, kFloat16}) {
-      CAPTURE(c.m);
-      CAPTURE(c.n);
-      CAPTURE(c.k);
-      CAPTURE(c.split);
-      CAPTURE(c.stages);
-      CAPTURE(c.group_n);
-      CAPTURE(c.block_n);
-      const Operands o = make_operands(c.m, c.n, c.k, dtype);
-      const TensorOptions opt = TensorOptions(dtype).device(kGpu);
-      Tensor out[2], pre[2];
-      for (int shared = 0; shared < 2; ++shared) {
-        out[shared] = full({c.m, c.n}, kNaN, opt);
-        pre[shared] = full({c.m, c.n}, kNaN, opt);
-        SkinnyGemmArgs a = wgmma_args(o.gx, o.gw, o.gb, out[shared], SkinnyEpilogue::GeluExact);
-        a.pre = pre[shared].data_ptr(), a.ldp = c.n;
-        a.split_k = c.split;
-        a.stages = c.stages;
-        a.block_n = c.block_n;
-        a.group_n = shared ? c.group_n : 1;
-        skinny_gemm(a, current_stream());
-      }
-      cuda::synchronize();
-      std::vector<double> want = o.h;
-      CHECK(relative_norm_error(values(pre[1].cpu()), want) <= norm_tolerance(dtype));  // NaN (unwritten) fails
-      CHECK(same_bits(out[1], out[0]));
-      CHECK(same_bits(pre[1], pre[0]));
-    }
-  // The split of 8 with a group of 2 would make a cluster of 16, past the portable 8: refused.
-  {
-    const Operands o = make_operands(64, 1024, 4096, kBFloat16);
-    const Tensor out = full({64, 1024}, kNaN, TensorOptions(kBFloat16).device(kGpu));
-    SkinnyGemmArgs a = wgmma_args(o.gx, o.gw, o.gb, out, SkinnyEpilogue::Bias);
-    a.split_k = 8;
-    a.group_n = 2;
-    CHECK_THROWS_WITH_AS(skinny_gemm(a, current_stream()), doctest::Contains("= 16 CTAs must be a cluster"), Error);
-  }
-  // A group that does not divide the column tiles (4104 rows of w: 65 tiles) is refused, and
-  // so is one on the portable kernel.
-  {
-    const Operands o = make_operands(8, 4104, 512, kBFloat16);
-    const Tensor out = full({8, 4104}, kNaN, TensorOptions(kBFloat16).device(kGpu));
-    SkinnyGemmArgs a = wgmma_args(o.gx, o.gw, o.gb, out, SkinnyEpilogue::Bias);
-    a.group_n = 2;
-    CHECK_THROWS_WITH_AS(skinny_gemm(a, current_stream()),
-                         doctest::Contains("group_n 2 cannot share x here: it must divide the 65 column tiles"),
-                         Error);
-    a.group_n = 9;
-    CHECK_FALSE(skinny_gemm_accepts(a));
-    // A CTA would hold 64 k blocks of x (K 4096 on one rank): past the 16 it may.
-    const Operands o2 = make_operands(64, 512, 4096, kBFloat16);
-    const Tensor out2 = full({64, 512}, kNaN, TensorOptions(kBFloat16).device(kGpu));
-    SkinnyGemmArgs b = wgmma_args(o2.gx, o2.gw, o2.gb, out2, SkinnyEpilogue::Bias);
-    b.split_k = 1;
-    b.group_n = 2;
-    CHECK_THROWS_WITH_AS(skinny_gemm(b, current_stream()),
-                         doctest::Contains("group_n 2 cannot share x here: a CTA would hold 64 k blocks of x (at most 16)"),
-                         Error);
-    a.group_n = 2;
-    a.kernel = SkinnyKernel::Portable;
-    CHECK_FALSE(skinny_gemm_accepts(a));
-  }
 }
 
 TEST_CASE("skinny_gemm, sm_90a kernel: a kernel writing the weights right before a programmatic launch is seen") {
