@@ -107,7 +107,7 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
                    cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
                    bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true,
-                   int epilogue_batch = 0, int x_stages = 0) {
+                   int epilogue_batch = 0) {
   SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, e, x.sizes()[0], w.sizes()[0], x.sizes()[1],
                                        x.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr());
   a.split_k = split_k;
@@ -118,7 +118,6 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.stages = stages;
   a.prefetch_l2 = prefetch_l2;
   a.epilogue_batch = epilogue_batch;
-  a.x_stages = x_stages;
   skinny_gemm(a, s);
 }
 
@@ -237,7 +236,6 @@ void run_trace(int64_t l2, cudaStream_t s) {
     std::string name;
     bool pair, warm;
     int split, stages, batch, bn = 0;  // 0: the defaults
-    int x_stages = 0;                  // x's own ring this deep (SkinnyGemmArgs::x_stages), both kernels
   };
   const std::vector<Case> cases = {
       {"up (64,1024,4096) gelu, weights in DRAM", false, false, 0, 0, 0},
@@ -248,11 +246,7 @@ void run_trace(int64_t l2, cudaStream_t s) {
       {"up, split 4", false, false, 4, 0, 0},
       {"up, 8-stage ring", false, false, 0, 8, 0},
       {"up, 128 rows of w per CTA", false, false, 0, 0, 0, 128},
-      {"up, rings of w and x 8 and 3 deep", false, false, 0, 8, 0, 0, 3},
-      {"up, weights in L2, rings of w and x 8 and 3 deep", false, true, 0, 8, 0, 0, 3},
-      {"up, rings of w and x 7 and 4 deep", false, false, 0, 7, 0, 0, 4},
       {"block pair: up gelu then down (64,4096,1024), back to back", true, false, 0, 0, 0},
-      {"block pair, rings of w and x 8 and 3 deep", true, false, 0, 8, 0, 0, 3},
       {"block pair, epilogues one group at a time", true, false, 0, 0, 1}};
   for (const Case& c : cases) {
     struct Run {
@@ -271,7 +265,6 @@ void run_trace(int64_t l2, cudaStream_t s) {
         a.stages = c.stages;
         a.epilogue_batch = c.batch;
         a.block_n = c.bn;
-        a.x_stages = c.x_stages;
         a.trace = trace;
         skinny_gemm(a, s);
       };
@@ -283,8 +276,6 @@ void run_trace(int64_t l2, cudaStream_t s) {
                                              up.out.data_ptr(), w2.data_ptr(), down.bias.data_ptr(), down.out.data_ptr());
         a.kernel = SkinnyKernel::Wgmma;
         a.epilogue_batch = c.batch;
-        a.stages = c.stages;
-        a.x_stages = c.x_stages;
         a.trace = tb.ptr();
         skinny_gemm(a, s);
       }
@@ -459,8 +450,7 @@ int main(int argc, char** argv) {
     // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
     // 7: the default ring without the prefetch; 9: the default with the epilogues taking one
     // group per thread at a time (before 2026-12-03); 8: the one-launch block kernel (w2 loaded
-    // once half of the up-projection's CTAs have w1), 10 / 11: w2 after all of them / at once;
-    // 12, 13, 14: rings of w and x of their own, 8 and 3, 7 and 4, 7 and 3 deep.
+    // once half of the up-projection's CTAs have w1), 10 / 11: w2 after all of them / at once.
     const int64_t ups = skinny_block_up_ctas(64, 1024, 4096, 1024);
     auto block = [&](int how) {
       auto pass = [&] {
@@ -476,11 +466,10 @@ int main(int argc, char** argv) {
             const int stages = how == 6 ? 8 : 0;
             const bool prefetch = how < 6 || how == 9;
             const int batch = how == 9 ? 1 : 0;
-            const int ws = how == 12 ? 8 : how >= 13 ? 7 : stages, xs = how == 12 || how == 14 ? 3 : how == 13 ? 4 : 0;
-            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn, ws,
-                          prefetch, batch, xs);
-            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn, ws,
-                          prefetch, batch, xs);
+            skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn, stages,
+                          prefetch, batch);
+            skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn, stages,
+                          prefetch, batch);
           } else if (how == 1) {
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
@@ -498,7 +487,6 @@ int main(int argc, char** argv) {
                  wg5 = wg ? block(5) : 0.0, wg6 = wg ? block(6) : 0.0, wg7 = wg ? block(7) : 0.0,
                  one = blk ? block(8) : 0.0, wg9 = wg ? block(9) : 0.0, one_after = blk ? block(10) : 0.0,
                  one_at_once = blk ? block(11) : 0.0;
-    const double r83 = wg ? block(12) : 0.0, r74 = wg ? block(13) : 0.0, r73 = wg ? block(14) : 0.0;
     if (csv) {
       fmt::print("mlp,lt+gelu+lt,64,1024,4096,{:.2f},0\nmlp,skinny+g+skinny,64,1024,4096,{:.2f},0\n", lt, sk);
       fmt::print("mlp,wg+g+wg no-pdl,64,1024,4096,{:.2f},0\nmlp,wg+g+wg,64,1024,4096,{:.2f},0\n", wg2, wg3);
@@ -510,9 +498,6 @@ int main(int argc, char** argv) {
       fmt::print("mlp,block kernel w2 after w1,64,1024,4096,{:.2f},0\nmlp,block kernel w2 at once,64,1024,"
                  "4096,{:.2f},0\n",
                  one_after, one_at_once);
-      fmt::print("mlp,wg+g+wg rings 8/3,64,1024,4096,{:.2f},0\nmlp,wg+g+wg rings 7/4,64,1024,4096,{:.2f},0\n"
-                 "mlp,wg+g+wg rings 7/3,64,1024,4096,{:.2f},0\n",
-                 r83, r74, r73);
     } else {
       fmt::print("  mlp block M=64: cuBLASLt+gelu+cuBLASLt {:.2f} us, skinny(gelu)+skinny {:.2f} us, ratio {:.2f}\n",
                  lt, sk, sk / lt);
@@ -530,9 +515,6 @@ int main(int argc, char** argv) {
       fmt::print("  mlp block M=64: block kernel loading w2 after every up-projection CTA has w1 {:.2f} us, at "
                  "once {:.2f} us\n",
                  one_after, one_at_once);
-      fmt::print("  mlp block M=64: rings of w and x of their own (w / x deep): 8/3 {:.2f} us, 7/4 {:.2f} us, 7/3 {:.2f} "
-                 "us, one ring of 5 (default) {:.2f} us\n",
-                 r83, r74, r73, wg3);
     }
   }
   // The same block as one CUDA graph of the two skinny kernels, weights fixed (L2-warm, as in
@@ -549,18 +531,13 @@ int main(int argc, char** argv) {
     // -2, -4: the portable kernels with 2 or 4 warps per k block; 0: the sm_90a kernels without
     // programmatic dependent launch; 1: with it (the default); 2, 3: with it, 64 / 128 rows of w
     // per CTA; 4: the 8-stage ring without the L2 prefetch (before); 5: the default ring without it;
-    // 6, 7: the one-launch block kernel (ops/cuda/skinny_block.h), with and without programmatic launch;
-    // 8, 9: rings of w and x of their own, 8 and 3 / 7 and 4 deep.
+    // 6, 7: the one-launch block kernel (ops/cuda/skinny_block.h), with and without programmatic launch.
     const Tensor ws = block_workspace(64, 1024, 4096, 1024);
     const bool blk = wg && skinny_block_accepts(block_args(y, h, x, w1, b1, w2, b2, ws));
-    for (int how : {-2, -4, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
-      if ((how >= 0 && !wg) || ((how == 6 || how == 7) && !blk)) continue;
+    for (int how : {-2, -4, 0, 1, 2, 3, 4, 5, 6, 7}) {
+      if ((how >= 0 && !wg) || (how >= 6 && !blk)) continue;
       auto block = [&] {
-        if (how >= 8) {
-          const int ws8 = how == 8 ? 8 : 7, xs = how == 8 ? 3 : 4;
-          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, true, 0, ws8, true, 0, xs);
-          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, true, 0, ws8, true, 0, xs);
-        } else if (how >= 6) {
+        if (how >= 6) {
           skinny_mlp_block(block_args(y, h, x, w1, b1, w2, b2, ws, how == 6), gs);
         } else if (how < 0) {
           skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, -how);
@@ -580,8 +557,6 @@ int main(int argc, char** argv) {
                                : how == 5 ? std::string("wg no-prefetch")
                                : how == 6 ? std::string("block kernel")
                                : how == 7 ? std::string("block kernel no-pdl")
-                               : how == 8 ? std::string("wg rings 8/3")
-                               : how == 9 ? std::string("wg rings 7/4")
                                           : fmt::format("wg bn{}", how == 2 ? 64 : 128);
       block();
       KILN_CHECK(cudaStreamSynchronize(gs) == cudaSuccess, "skinny_gemm bench: warm-up");

@@ -236,7 +236,6 @@ bool skinny_gemm_accepts(const SkinnyGemmArgs& a) {
   if (a.kernel == SkinnyKernel::Portable && a.block_n != 0) return false;  // an sm_90a-kernel knob
   if (a.stages != 0 && (a.stages < 2 || a.stages > 8 || a.kernel == SkinnyKernel::Portable)) return false;
   if (a.epilogue_batch < 0 || a.epilogue_batch > skinny::kEpilogueBatch) return false;
-  if (a.x_stages != 0 && (a.x_stages < 2 || a.x_stages > 8 || a.kernel == SkinnyKernel::Portable)) return false;
   return true;
 }
 
@@ -255,12 +254,11 @@ bool skinny_gemm_supported(const SkinnyGemmArgs& a) {
 void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(skinny_gemm_accepts(a),
              "skinny_gemm: cannot take m = {}, n = {}, k = {} (ldx {}, ldw {}, ldo {}, ldp {}, pre {}, epilogue {}, "
-             "split_k {}, warps_k {}, kernel {}, block_n {}, stages {}, x_stages {}, epilogue_batch {}); it wants "
-             "positive sizes, k, ldx and ldw multiples of 8, 16-byte aligned x and w, row strides at least the row "
-             "length, pre only with a GELU epilogue, warps_k, block_n, stages and x_stages (2..8) each with its own "
-             "kernel, epilogue_batch 0..4",
+             "split_k {}, warps_k {}, kernel {}, block_n {}, stages {}, epilogue_batch {}); it wants positive sizes, k, "
+             "ldx and ldw multiples of 8, 16-byte aligned x and w, row strides at least the row length, pre only "
+             "with a GELU epilogue, warps_k, block_n and stages (2..8) each with its own kernel, epilogue_batch 0..4",
              a.m, a.n, a.k, a.ldx, a.ldw, a.ldo, a.ldp, a.pre != nullptr, static_cast<int>(a.epilogue), a.split_k,
-             a.warps_k, static_cast<int>(a.kernel), a.block_n, a.stages, a.x_stages, a.epilogue_batch);
+             a.warps_k, static_cast<int>(a.kernel), a.block_n, a.stages, a.epilogue_batch);
   if (skinny::uses_wgmma(a)) {
     skinny_wgmma(a, stream);
     return;

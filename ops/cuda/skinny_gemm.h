@@ -67,10 +67,6 @@ struct SkinnyGemmArgs {
   /// Benchmark override: the sm_90a kernel's shared-memory ring depth (2..8, capped at what the
   /// tile is built for); 0 = the default, shallow enough for two CTAs per SM.
   int stages = 0;
-  /// Benchmark override: the sm_90a kernel's x in a ring of its own this deep (2..stages), w's
-  /// then `stages` deep in the space the shared ring left; 0 = one ring of both. Any value gives
-  /// the same bits.
-  int x_stages = 0;
   /// The sm_90a kernel asks L2 to prefetch its share of w before it waits for the previous
   /// kernel (safe: skinny_wgmma.cu); false is a benchmark's comparison.
   bool prefetch_l2 = true;
@@ -109,8 +105,7 @@ int64_t skinny_gemm_max_m();
 /// Whether the kernel can compute this call on some device: m, n, k > 0 (m < 4 Mi, n and
 /// k below 2^31 - 128), k a multiple of 8, x and w 16-byte aligned with ldx, ldw multiples of 8 and
 /// at least k, ldo (ldp) at least n, pre only with a GELU epilogue, valid overrides (warps_k
-/// not with SkinnyKernel::Wgmma, block_n, stages and x_stages (0..8) not with
-/// SkinnyKernel::Portable), non-null pointers.
+/// not with SkinnyKernel::Wgmma, block_n not with SkinnyKernel::Portable), non-null pointers.
 /// Touches no device.
 bool skinny_gemm_accepts(const SkinnyGemmArgs& args);
 

@@ -53,7 +53,6 @@ struct Params {
   uint32_t vec_out = 0;         ///< out rows may be stored 4 elements (8 bytes) at a time
   uint32_t vec_pre = 0;         ///< likewise pre
   int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
-  int32_t x_stages = 0;         ///< the sm_90a kernel: x's ring depth, 2..stages (== stages: one ring)
   uint32_t prefetch_l2 = 0;     ///< the sm_90a kernel prefetches its share of w into L2 before its wait
   int32_t epilogue_batch = 0;   ///< benchmark override: fewer groups a thread sums and rounds at once (0: kEpilogueBatchFor)
   /// Benchmark only (the sm_90a kernel): per CTA kSkinnyTracePoints %globaltimer stamps, or null.

@@ -72,18 +72,15 @@ struct WgLaunch {
   int stages = 0, max_stages = 0;  ///< the default ring depth, the deepest it is built for
   int smem = 0, max_smem = 0;      ///< dynamic shared memory with those rings
   int stage_bytes = 0;
-  int w_bytes = 0;  ///< a stage's w box (the rest is its x box)
   /// Dynamic shared memory with a ring of `s` stages.
   int smem_for(int s) const { return max_smem - (max_stages - s) * stage_bytes; }
-  /// Dynamic shared memory with w's ring `s` deep and x's `xs` deep (two rings).
-  int smem_for(int s, int xs) const { return smem_for(s) - (s - xs) * (stage_bytes - w_bytes); }
 };
 
 template <typename T, int BN, int BM>
 WgLaunch wg_launch_of(SkinnyEpilogue e) {
   using Cfg = WgTile<BN, BM>;
   return {wg_kernel_of<T, BN, BM>(e), BN, BM, Cfg::default_stages(), Cfg::kMaxStages,
-          Cfg::smem_bytes(Cfg::default_stages()), Cfg::smem_bytes(Cfg::kMaxStages), Cfg::kStageBytes, Cfg::kWBytes};
+          Cfg::smem_bytes(Cfg::default_stages()), Cfg::smem_bytes(Cfg::kMaxStages), Cfg::kStageBytes};
 }
 
 template <typename T, int BN>
@@ -195,7 +192,6 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   const int bn = a.block_n != 0 ? a.block_n : 64;
   const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
   const int stages = a.stages != 0 ? std::min(a.stages, l.max_stages) : l.stages;
-  const int x_stages = a.x_stages != 0 ? std::min(a.x_stages, stages) : stages;
   const int64_t tiles_n = (a.n + bn - 1) / bn;
   int split = a.split_k;
   if (split == 0) {
@@ -224,7 +220,6 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.epilogue_batch = a.epilogue_batch;
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
   p.stages = stages;
-  p.x_stages = x_stages;
   p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;
   p.trace = a.trace;
   const CUtensorMap map_w = skinny_tensor_map("skinny_gemm", a.type, a.w, a.k, a.n, a.ldw, bn);
@@ -238,7 +233,7 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(tiles_m));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(x_stages == stages ? l.smem_for(stages) : l.smem_for(stages, x_stages));
+  config.dynamicSmemBytes = static_cast<size_t>(l.smem_for(stages));
   config.stream = stream;
   std::array<cudaLaunchAttribute, 2> attributes{};
   unsigned count = 0;

@@ -24,12 +24,6 @@
 // the split-K epilogue shared with the portable kernel (skinny_gemm_epilogue.cuh) reduces the
 // cluster's tiles through distributed shared memory in rank order and stores.
 //
-// Two rings (Params::x_stages < stages, a benchmark's choice): w and x then have rings of their
-// own, w's `stages` deep and x's `x_stages` (x, shared by every CTA, comes from L2 and needs
-// fewer blocks in flight than w from device memory), each slot completing on its own mbarrier,
-// so that more of w is in flight in the same shared memory. With x_stages == stages (the
-// default) a stage holds both boxes and completes on one mbarrier, as above.
-//
 // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before its first
 // global read or write and lets its dependent start (launch_dependents) right after that, so
 // when the host launches the next kernel with the programmatic attribute (skinny_wgmma.cu does
@@ -108,20 +102,11 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   // Static shared memory: the stages' mbarriers (a build without this body has none: the host
   // tells an image with the body from one without by it).
   __shared__ __align__(8) uint64_t full[Cfg::kMaxStages];
-  __shared__ __align__(8) uint64_t x_full[Cfg::kMaxStages];  // two rings: x's slots
   extern __shared__ __align__(16) uint8_t dynamic_smem[];
   const uint32_t base = sm90::smem_address(dynamic_smem);
   const uint32_t ring = (base + 1023u) & ~1023u;
-  const int x_stages = p.x_stages;  // 2..stages, checked by the host
-  const bool two_rings = x_stages != stages;
-  // One ring: stage s = [w box][x box]; two rings: w's slots, then x's.
-  const int w_stride = two_rings ? Cfg::kWBytes : Cfg::kStageBytes;
-  const uint32_t x_ring = two_rings ? ring + stages * Cfg::kWBytes : ring + Cfg::kWBytes;
-  const int x_stride = two_rings ? Cfg::kXBytes : Cfg::kStageBytes;
-  const uint32_t rings_end = two_rings ? x_ring + x_stages * Cfg::kXBytes : ring + stages * Cfg::kStageBytes;
-  float* red = reinterpret_cast<float*>(dynamic_smem + (rings_end - base));
+  float* red = reinterpret_cast<float*>(dynamic_smem + (ring - base) + stages * Cfg::kStageBytes);
   const uint32_t full0 = sm90::smem_address(&full[0]);
-  const uint32_t x_full0 = two_rings ? sm90::smem_address(&x_full[0]) : full0;
   const int tid = static_cast<int>(threadIdx.x);
 
   const int split = p.split;
@@ -138,8 +123,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
 
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
-    if (two_rings)
-      for (int s = 0; s < x_stages; ++s) sm90::mbarrier_init(x_full0 + 8 * s, 1);
     sm90::fence_mbarrier_init();
     sm90::prefetch_tensor_map(&map_w);
     sm90::prefetch_tensor_map(&map_x);
@@ -158,29 +141,18 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   float bias4[4];
   epilogue_bias<T, Cfg::kBlockN, Cfg::kThreads>(p, split, rank, n0, m_valid, tid, bias4);
 
-  // Local block i's (k block kb_begin + i) w box into w's slot i % stages, and with one ring
-  // its x box beside it (thread 0 only).
+  // Local block i (k block kb_begin + i) into stage i % stages (thread 0 only).
   auto issue = [&](int i) {
     const int s = i % stages;
     const uint32_t bar = full0 + 8 * s;
-    const uint32_t a = ring + s * w_stride;
+    const uint32_t a = ring + s * Cfg::kStageBytes;
     const int k0 = (kb_begin + i) * Cfg::kBlockK;
-    sm90::mbarrier_arrive_expect_tx(bar, two_rings ? Cfg::kWBytes : Cfg::kStageBytes);  // zero fill counts in full
+    sm90::mbarrier_arrive_expect_tx(bar, Cfg::kStageBytes);  // zero-filled boxes count in full
     sm90::tma_load_2d(a, &map_w, bar, k0, n0);
-    if (!two_rings) sm90::tma_load_2d(a + Cfg::kWBytes, &map_x, bar, k0, m0);
+    sm90::tma_load_2d(a + Cfg::kWBytes, &map_x, bar, k0, m0);
   };
-  // Two rings: block i's x box into x's slot i % x_stages (thread 0 only).
-  auto issue_x = [&](int i) {
-    const int s = i % x_stages;
-    const uint32_t bar = x_full0 + 8 * s;
-    sm90::mbarrier_arrive_expect_tx(bar, Cfg::kXBytes);
-    sm90::tma_load_2d(x_ring + s * Cfg::kXBytes, &map_x, bar, (kb_begin + i) * Cfg::kBlockK, m0);
-  };
-  if (tid == 0) {
+  if (tid == 0)
     for (int i = 0; i < stages && i < nkb; ++i) issue(i);
-    if (two_rings)
-      for (int i = 0; i < x_stages && i < nkb; ++i) issue_x(i);
-  }
 
   float acc[Cfg::kAtoms][Cfg::kAccumulators];
 #pragma unroll
@@ -189,12 +161,11 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
     for (int j = 0; j < Cfg::kAccumulators; ++j) acc[t][j] = 0.0f;
   for (int i = 0; i < nkb; ++i) {
     const int s = i % stages;
-    const int xs = two_rings ? i % x_stages : s;
     sm90::mbarrier_wait(full0 + 8 * s, static_cast<uint32_t>(i / stages) & 1u);
-    if (two_rings) sm90::mbarrier_wait(x_full0 + 8 * xs, static_cast<uint32_t>(i / x_stages) & 1u);
     if (traced && i == 0) stamps[2] = sm90::global_timer_ns();
-    const uint64_t desc_a = sm90::smem_descriptor_sw128(ring + s * w_stride);
-    const uint64_t desc_b = sm90::smem_descriptor_sw128(x_ring + xs * x_stride);
+    const uint32_t a = ring + s * Cfg::kStageBytes;
+    const uint64_t desc_a = sm90::smem_descriptor_sw128(a);
+    const uint64_t desc_b = sm90::smem_descriptor_sw128(a + Cfg::kWBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < Cfg::kBlockK / 16; ++kk) {
@@ -212,7 +183,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
       // Block i - 1's wgmma have read their stage: refill it with the block stages ahead.
       sm90::wgmma_wait_group<1>();
       if (tid == 0 && i - 1 + stages < nkb) issue(i - 1 + stages);
-      if (two_rings && tid == 0 && i - 1 + x_stages < nkb) issue_x(i - 1 + x_stages);
     }
   }
   sm90::wgmma_wait_group<0>();
