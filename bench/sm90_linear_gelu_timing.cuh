@@ -284,6 +284,51 @@ struct ShapeBuffers {
   }
 };
 
+/// Median of x (0 when empty).
+inline double median_of(std::vector<double> x) {
+  if (x.empty()) return 0.0;
+  std::sort(x.begin(), x.end());
+  return x[x.size() / 2];
+}
+
+/// CTA `cta`'s bench_timing counters (sm90::kTimingSlots of them) in the copy `h`.
+inline const unsigned long long* cta_timing(const std::vector<unsigned long long>& h, int cta) {
+  return &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
+}
+
+/// Tiles CTA `cta`'s two consumers finished (timing slots 7 and 13).
+inline unsigned long long cta_tiles(const std::vector<unsigned long long>& h, int cta) {
+  const unsigned long long* t = cta_timing(h, cta);
+  return t[7] + t[13];
+}
+
+/// The last tile's epilogue in the CTAs with the most tiles (they set the kernel's time): per
+/// tail slot (sm90::kTailSlots says which is which), the median cycles after the owner's last
+/// mainloop (slot 0), "-" where nothing stamped it.
+struct TailLine {
+  unsigned long long tiles = 0;  ///< the most tiles any CTA ran
+  std::string cells;             ///< " slot:cycles" per slot
+};
+inline TailLine tail_line(const std::vector<unsigned long long>& h, const std::vector<unsigned long long>& ht,
+                          int sms) {
+  unsigned long long most = 0;
+  for (int cta = 0; cta < sms; ++cta) most = std::max(most, cta_tiles(h, cta));
+  std::string line;
+  for (int slot = 1; slot < sm90::kTailSlots; ++slot) {
+    std::vector<double> d;
+    for (int cta = 0; cta < sms; ++cta) {
+      const unsigned long long* q = &ht[static_cast<size_t>(cta) * sm90::kTailSlots];
+      if (cta_tiles(h, cta) != most || q[0] == 0 || q[slot] == 0) continue;
+      d.push_back(static_cast<double>(static_cast<long long>(q[slot] - q[0])));
+    }
+    char cell[32];
+    if (d.empty()) std::snprintf(cell, sizeof cell, " %d:-", slot);
+    else std::snprintf(cell, sizeof cell, " %d:%.0f", slot, median_of(d));
+    line += cell;
+  }
+  return {most, line};
+}
+
 /// The in-kernel profile (KernelParams::bench_timing) of each variant at the two target shapes:
 /// after 30 launches in a row (the card in its steady state under this load), one instrumented
 /// launch; per CTA the SM clock (clock64 over globaltimer) and, per consumer tile, the cycles of
@@ -331,8 +376,8 @@ int profile(const std::vector<int>& variants) {
         std::vector<double> mhz, total;
         double mainloop = 0, epi = 0, turn = 0, tiles = 0;
         for (int cta = 0; cta < sms; ++cta) {
-          const unsigned long long* t = &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
-          if (t[0] == 0 || t[7] + t[13] == 0) continue;
+          const unsigned long long* t = cta_timing(h, cta);
+          if (t[0] == 0 || cta_tiles(h, cta) == 0) continue;
           const unsigned long long end_clk = std::max(t[5], t[11]), end_ns = std::max(t[6], t[12]);
           total.push_back(static_cast<double>(end_clk - t[0]));
           mhz.push_back(static_cast<double>(end_clk - t[0]) / static_cast<double>(end_ns - t[1]) * 1000.0);
@@ -341,46 +386,19 @@ int profile(const std::vector<int>& variants) {
             turn += static_cast<double>(t[4 + 6 * c]), tiles += static_cast<double>(t[7 + 6 * c]);
           }
         }
-        auto median = [](std::vector<double> x) {
-          if (x.empty()) return 0.0;
-          std::sort(x.begin(), x.end());
-          return x[x.size() / 2];
-        };
         const double kmax = *std::max_element(total.begin(), total.end());
         std::printf(
             "PROFILE M=%lld K=%lld N=%lld %-30s %-11s %8.2f us  SM clock median %6.0f MHz (min %6.0f)  CTA cycles "
             "median %8.0f max %8.0f  per consumer tile: mainloop %7.0f  epilogue %6.0f  turn wait %7.0f cycles "
             "(%.1f tiles per consumer)\n",
             static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
-            mode, 1000.0 * ms, median(mhz),
-            *std::min_element(mhz.begin(), mhz.end()), median(total), kmax, mainloop / tiles, epi / tiles, turn / tiles,
+            mode, 1000.0 * ms, median_of(mhz),
+            *std::min_element(mhz.begin(), mhz.end()), median_of(total), kmax, mainloop / tiles, epi / tiles, turn / tiles,
             tiles / (2.0 * static_cast<double>(total.size())));
-        // The last tile's epilogue in the CTAs with the most tiles (they set the kernel's time):
-        // per slot (sm90::kTailSlots says which is which), the median cycles after the owner's
-        // last mainloop (slot 0), "-" where nothing stamped it.
-        unsigned long long most = 0;
-        for (int cta = 0; cta < sms; ++cta) {
-          const unsigned long long* t = &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
-          most = std::max(most, t[7] + t[13]);
-        }
-        std::string line;
-        for (int slot = 1; slot < sm90::kTailSlots; ++slot) {
-          std::vector<double> d;
-          for (int cta = 0; cta < sms; ++cta) {
-            const unsigned long long* t = &h[static_cast<size_t>(cta) * sm90::kTimingSlots];
-            const unsigned long long* q = &ht[static_cast<size_t>(cta) * sm90::kTailSlots];
-            if (t[7] + t[13] != most || q[0] == 0 || q[slot] == 0) continue;
-            d.push_back(static_cast<double>(static_cast<long long>(q[slot] - q[0])));
-          }
-          char cell[32];
-          if (d.empty()) std::snprintf(cell, sizeof cell, " %d:-", slot);
-          else std::snprintf(cell, sizeof cell, " %d:%.0f", slot, median(d));
-          line += cell;
-        }
+        const TailLine tail_of = tail_line(h, ht, sms);
         std::printf("TAIL M=%lld K=%lld N=%lld %-30s %-11s cycles after the last mainloop (median over %llu-tile CTAs):%s\n",
                     static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
-                    mode, most,
-                    line.c_str());
+                    mode, tail_of.tiles, tail_of.cells.c_str());
         std::fflush(stdout);
       }
     }
