@@ -107,7 +107,7 @@ void lt_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor
 void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, SkinnyEpilogue e,
                    cudaStream_t s, int split_k = 0, int warps_k = 0, SkinnyKernel kernel = SkinnyKernel::Portable,
                    bool programmatic = true, int block_n = 0, int stages = 0, bool prefetch_l2 = true,
-                   int epilogue_batch = 0, bool push_partials = false) {
+                   int epilogue_batch = 0) {
   SkinnyGemmArgs a = skinny_dense_args(SkinnyType::BFloat16, e, x.sizes()[0], w.sizes()[0], x.sizes()[1],
                                        x.data_ptr(), w.data_ptr(), bias.data_ptr(), out.data_ptr());
   a.split_k = split_k;
@@ -118,7 +118,6 @@ void skinny_linear(const Tensor& out, const Tensor& x, const Tensor& w, const Te
   a.stages = stages;
   a.prefetch_l2 = prefetch_l2;
   a.epilogue_batch = epilogue_batch;
-  a.push_partials = push_partials;
   skinny_gemm(a, s);
 }
 
@@ -237,11 +236,10 @@ void run_trace(int64_t l2, cudaStream_t s) {
     std::string name;
     bool pair, warm;
     int split, stages, batch, bn = 0;  // 0: the defaults
-    bool push = false;                 // SkinnyGemmArgs::push_partials, both launches
   };
   const std::vector<Case> cases = {
       {"up (64,1024,4096) gelu, weights in DRAM", false, false, 0, 0, 0},
-      {"up, weights in DRAM, pushed partials", false, false, 0, 0, 0, 0, true},
+      {"up, weights in DRAM, epilogue one group at a time", false, false, 0, 0, 1},
       {"up, weights in L2", false, true, 0, 0, 0},
       {"up, split 1", false, false, 1, 0, 0},
       {"up, split 1, epilogue one group at a time", false, false, 1, 0, 1},
@@ -249,7 +247,7 @@ void run_trace(int64_t l2, cudaStream_t s) {
       {"up, 8-stage ring", false, false, 0, 8, 0},
       {"up, 128 rows of w per CTA", false, false, 0, 0, 0, 128},
       {"block pair: up gelu then down (64,4096,1024), back to back", true, false, 0, 0, 0},
-      {"block pair, pushed partials", true, false, 0, 0, 0, 0, true}};
+      {"block pair, epilogues one group at a time", true, false, 0, 0, 1}};
   for (const Case& c : cases) {
     struct Run {
       double span;
@@ -267,7 +265,6 @@ void run_trace(int64_t l2, cudaStream_t s) {
         a.stages = c.stages;
         a.epilogue_batch = c.batch;
         a.block_n = c.bn;
-        a.push_partials = c.push;
         a.trace = trace;
         skinny_gemm(a, s);
       };
@@ -279,7 +276,6 @@ void run_trace(int64_t l2, cudaStream_t s) {
                                              up.out.data_ptr(), w2.data_ptr(), down.bias.data_ptr(), down.out.data_ptr());
         a.kernel = SkinnyKernel::Wgmma;
         a.epilogue_batch = c.batch;
-        a.push_partials = c.push;
         a.trace = tb.ptr();
         skinny_gemm(a, s);
       }
@@ -412,9 +408,6 @@ int main(int argc, char** argv) {
         skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, false);
       }, s);
       report(section, "wg no-pdl", p, us);
-      report(section, "wg+g pushed", p, time_us(p, [&](const Tensor& w) {
-        skinny_linear(p.out, p.x, w, p.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, true, 0, 0, true, 0, true);
-      }, s));
       for (int bn : {64, 128})
         for (int split : {0, 1, 2, 3, 4, 6, 8}) {
           const double t_bn = time_us(p, [&](const Tensor& w) {
@@ -455,8 +448,8 @@ int main(int argc, char** argv) {
     // 0: cuBLASLt + gelu + cuBLASLt; 1: the portable kernels; 2: the sm_90a kernels without
     // programmatic dependent launch; 3: with it (the default); 4, 5: with it, 64 / 128 rows of w
     // per CTA; 6: the 8-stage ring without the L2 prefetch (the kernel before 2026-12-02);
-    // 7: the default ring without the prefetch; 9: the default with the split-K partials pushed
-    // to their owners (SkinnyGemmArgs::push_partials); 8: the one-launch block kernel (w2 loaded
+    // 7: the default ring without the prefetch; 9: the default with the epilogues taking one
+    // group per thread at a time (before 2026-12-03); 8: the one-launch block kernel (w2 loaded
     // once half of the up-projection's CTAs have w1), 10 / 11: w2 after all of them / at once.
     const int64_t ups = skinny_block_up_ctas(64, 1024, 4096, 1024);
     auto block = [&](int how) {
@@ -472,11 +465,11 @@ int main(int argc, char** argv) {
             const int bn = how == 4 ? 64 : how == 5 ? 128 : 0;
             const int stages = how == 6 ? 8 : 0;
             const bool prefetch = how < 6 || how == 9;
-            const bool push = how == 9;
+            const int batch = how == 9 ? 1 : 0;
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s, 0, 0, kWg, how != 2, bn, stages,
-                          prefetch, 0, push);
+                          prefetch, batch);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s, 0, 0, kWg, how != 2, bn, stages,
-                          prefetch, 0, push);
+                          prefetch, batch);
           } else if (how == 1) {
             skinny_linear(up.out, up.x, w1, up.bias, SkinnyEpilogue::GeluExact, s);
             skinny_linear(down.out, up.out, w2, down.bias, SkinnyEpilogue::Bias, s);
@@ -501,7 +494,7 @@ int main(int argc, char** argv) {
       fmt::print("mlp,wg+g+wg 8st no-prefetch,64,1024,4096,{:.2f},0\nmlp,wg+g+wg no-prefetch,64,1024,4096,{:.2f},0\n",
                  wg6, wg7);
       fmt::print("mlp,block kernel,64,1024,4096,{:.2f},0\n", one);
-      fmt::print("mlp,wg+g+wg pushed partials,64,1024,4096,{:.2f},0\n", wg9);
+      fmt::print("mlp,wg+g+wg epilogue batch 1,64,1024,4096,{:.2f},0\n", wg9);
       fmt::print("mlp,block kernel w2 after w1,64,1024,4096,{:.2f},0\nmlp,block kernel w2 at once,64,1024,"
                  "4096,{:.2f},0\n",
                  one_after, one_at_once);
@@ -514,7 +507,7 @@ int main(int argc, char** argv) {
       fmt::print("  mlp block M=64: 8-stage ring without L2 prefetch (before) {:.2f} us, default ring without "
                  "prefetch {:.2f} us, default (ring + prefetch) {:.2f} us\n",
                  wg6, wg7, wg3);
-      fmt::print("  mlp block M=64: split-K partials pushed to their owners {:.2f} us, parked for remote reads "
+      fmt::print("  mlp block M=64: epilogues one group per thread at a time (before) {:.2f} us, a batch at once "
                  "(default) {:.2f} us\n",
                  wg9, wg3);
       fmt::print("  mlp block M=64: one-launch block kernel {:.2f} us (ratio to the two sm_90a kernels {:.2f}){}\n", one,
@@ -537,7 +530,7 @@ int main(int argc, char** argv) {
     cuda::synchronize();
     // -2, -4: the portable kernels with 2 or 4 warps per k block; 0: the sm_90a kernels without
     // programmatic dependent launch; 1: with it (the default); 2, 3: with it, 64 / 128 rows of w
-    // per CTA; 4: the split-K partials pushed to their owners; 5: the default ring without the prefetch;
+    // per CTA; 4: the 8-stage ring without the L2 prefetch (before); 5: the default ring without it;
     // 6, 7: the one-launch block kernel (ops/cuda/skinny_block.h), with and without programmatic launch.
     const Tensor ws = block_workspace(64, 1024, 4096, 1024);
     const bool blk = wg && skinny_block_accepts(block_args(y, h, x, w1, b1, w2, b2, ws));
@@ -551,15 +544,16 @@ int main(int argc, char** argv) {
           skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, -how);
         } else {
           const int bn = how == 2 ? 64 : how == 3 ? 128 : 0;
-          const bool prefetch = how != 5, push = how == 4;
-          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, how != 0, bn, 0, prefetch, 0, push);
-          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, how != 0, bn, 0, prefetch, 0, push);
+          const int stages = how == 4 ? 8 : 0;
+          const bool prefetch = how < 4;
+          skinny_linear(h, x, w1, b1, SkinnyEpilogue::GeluExact, gs, 0, 0, kWg, how != 0, bn, stages, prefetch);
+          skinny_linear(y, h, w2, b2, SkinnyEpilogue::Bias, gs, 0, 0, kWg, how != 0, bn, stages, prefetch);
         }
       };
       const std::string name = how < 0    ? fmt::format("skinny wk{}", -how)
                                : how == 0 ? std::string("wg no-pdl")
                                : how == 1 ? std::string("wg")
-                               : how == 4 ? std::string("wg pushed partials")
+                               : how == 4 ? std::string("wg 8st no-prefetch")
                                : how == 5 ? std::string("wg no-prefetch")
                                : how == 6 ? std::string("block kernel")
                                : how == 7 ? std::string("block kernel no-pdl")

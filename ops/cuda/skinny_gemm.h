@@ -74,11 +74,6 @@ struct SkinnyGemmArgs {
   /// sums and rounds at once (1..4); 0 = the kernel's choice (4 at splits 1-2, 2 at 3-4, 1
   /// above). Any value gives the same bits.
   int epilogue_batch = 0;
-  /// The sm_90a kernel's split-K ranks push each other's slices of their partial tiles into the
-  /// owners' shared memory (waited on by an mbarrier) instead of parking them for remote reads
-  /// behind cluster barriers, where the slices are equal (skinny_wgmma_kernel.cuh); the same
-  /// bits either way. Ignored by the portable kernel.
-  bool push_partials = false;
   /// Benchmark only: the sm_90a kernel writes each CTA's %globaltimer stamps here (CTA c =
   /// blockIdx.y * gridDim.x + blockIdx.x at [8 c, 8 c + 8): entry, past the wait for the previous
   /// kernel, first stage landed, mainloop done, partials exchanged, the epilogue's first group

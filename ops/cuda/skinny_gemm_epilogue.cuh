@@ -55,7 +55,6 @@ struct Params {
   int32_t stages = 0;           ///< the sm_90a kernel's ring depth (2..WgTile::kMaxStages)
   uint32_t prefetch_l2 = 0;     ///< the sm_90a kernel prefetches its share of w into L2 before its wait
   int32_t epilogue_batch = 0;   ///< benchmark override: fewer groups a thread sums and rounds at once (0: kEpilogueBatchFor)
-  uint32_t push_partials = 0;   ///< the sm_90a kernel pushes each rank's partials to their owners (PushedPartials)
   /// Benchmark only (the sm_90a kernel): per CTA kSkinnyTracePoints %globaltimer stamps, or null.
   unsigned long long* trace = nullptr;
 };
@@ -173,27 +172,6 @@ struct ClusterPartials {
   }
 };
 
-/// Where the split-K epilogue reads rank r's partial of a group when the ranks have pushed them
-/// (the sm_90a kernel with Params::push_partials): each CTA's tile buffer holds, for its own
-/// slice of the groups (per_rank of them from rank * per_rank), every rank's partial, rank q's
-/// shifted by (q - rank) * per_rank groups, i.e. in the place of q's own slice (its own partial
-/// stays in place). So the buffer of one tile holds them all, and every read is local.
-template <int RedLd, int GroupsPerRow>
-struct PushedPartials {
-  static constexpr bool kCluster = false;  ///< nothing remote is read: no arrival owed
-  const float* red;
-  int rank, per_rank;
-  /// Where rank `from`'s partial of group g (this rank's slice) lies in `owner`'s buffer, in floats.
-  __device__ __forceinline__ static int offset(int g, int from, int owner, int per_rank) {
-    const int at = g + (from - owner) * per_rank;
-    return at / GroupsPerRow * RedLd + at % GroupsPerRow * 4;
-  }
-  /// Rank r's four sums of row `row`, columns col..col + 3 of the tile.
-  __device__ __forceinline__ float4 operator()(int r, int row, int col) const {
-    return *reinterpret_cast<const float4*>(red + offset(row * GroupsPerRow + col / 4, r, rank, per_rank));
-  }
-};
-
 /// The split-K epilogue for split <= MaxRanks (1, 2, 4 or 8; the bound sizes the registers of
 /// the loads in flight), reading the partials through `partials` (ClusterPartials or a source
 /// of the same shape). A thread takes its groups a batch at a time (kEpilogueBatchFor, or fewer
@@ -292,16 +270,6 @@ __device__ __forceinline__ void split_k_epilogue(const Params& p, const float* r
                                                  unsigned long long* stamps = nullptr) {
   const auto cluster = [&](auto ranks) { return ClusterPartials<decltype(ranks)::value, RedLd>(red, split); };
   split_k_epilogue_from<T, BN, Threads, E>(cluster, p, split, rank, n0, m0, m_valid, tid, bias4, stamps);
-}
-
-/// The split-K epilogue after the ranks pushed their partials (PushedPartials): every read is
-/// of this CTA's own `red`, and no cluster barrier is owed.
-template <typename T, int BN, int RedLd, int Threads, Epi E>
-__device__ __forceinline__ void split_k_epilogue_pushed(const Params& p, const float* red, int split, int rank,
-                                                        int per_rank, int n0, int64_t m0, int m_valid, int tid,
-                                                        const float (&bias4)[4], unsigned long long* stamps = nullptr) {
-  const auto pushed = [&](auto) { return PushedPartials<RedLd, BN / 4>{red, rank, per_rank}; };
-  split_k_epilogue_from<T, BN, Threads, E>(pushed, p, split, rank, n0, m0, m_valid, tid, bias4, stamps);
 }
 
 }  // namespace kiln::cuda_kernels::skinny

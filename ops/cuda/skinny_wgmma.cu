@@ -221,7 +221,6 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
   p.stages = stages;
   p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;
-  p.push_partials = a.push_partials ? 1u : 0u;
   p.trace = a.trace;
   const CUtensorMap map_w = skinny_tensor_map("skinny_gemm", a.type, a.w, a.k, a.n, a.ldw, bn);
   const CUtensorMap map_x = skinny_tensor_map("skinny_gemm", a.type, a.x, a.k, a.m, a.ldx, bm);

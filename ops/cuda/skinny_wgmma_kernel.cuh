@@ -24,16 +24,6 @@
 // the split-K epilogue shared with the portable kernel (skinny_gemm_epilogue.cuh) reduces the
 // cluster's tiles through distributed shared memory in rank order and stores.
 //
-// Pushed partials (Params::push_partials, where the cluster's ranks own equal slices and the
-// ring can stage a tile): instead of parking the whole partial tile for the others to read
-// remotely after a cluster barrier, each rank stages its partial in its ring, stores every
-// other rank's slice of it into that rank's tile buffer (16-byte distributed-shared-memory
-// stores, PushedPartials's places) and its own slice in place, and each warp then arrives
-// (release, cluster scope) on every other rank's mbarrier; the owner waits for all of them and
-// reduces from local shared memory, and no cluster barrier ends the kernel (every write into a
-// CTA's shared memory is one it waits for). The cluster barrier is used once, its arrive after
-// the mbarrier's init and its wait before the first push. Same sums, same order, same bits.
-//
 // Programmatic dependent launch: the kernel waits (griddepcontrol.wait) before its first
 // global read or write and lets its dependent start (launch_dependents) right after that, so
 // when the host launches the next kernel with the programmatic attribute (skinny_wgmma.cu does
@@ -112,7 +102,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   // Static shared memory: the stages' mbarriers (a build without this body has none: the host
   // tells an image with the body from one without by it).
   __shared__ __align__(8) uint64_t full[Cfg::kMaxStages];
-  __shared__ __align__(8) uint64_t pushed_bar;  // pushed partials: the others' shares of ours have landed
   extern __shared__ __align__(16) uint8_t dynamic_smem[];
   const uint32_t base = sm90::smem_address(dynamic_smem);
   const uint32_t ring = (base + 1023u) & ~1023u;
@@ -127,14 +116,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   const int m_valid = p.m - m0 < BM ? p.m - m0 : BM;
   const int kb_begin = rank * p.blocks_per_rank;
   const int nkb = max(min(kb_begin + p.blocks_per_rank, p.k_blocks) - kb_begin, 0);
-  // Pushed partials (Params::push_partials; the cluster agrees: its CTAs share m_valid): each
-  // rank sends the others their slices of its partial tile, so the epilogue reads only local
-  // shared memory and no cluster barrier follows it. Only where the slices are equal.
-  constexpr int kGroupsPerRow = Cfg::kBlockN / 4;
-  const int groups = m_valid * kGroupsPerRow;
-  const bool push = p.push_partials != 0 && split > 1 && groups % split == 0 && stages * Cfg::kStageBytes >= Cfg::kRedBytes;
-  const int per_rank = push ? groups / split : 0;
-  const uint32_t pushed0 = sm90::smem_address(&pushed_bar);
   // Benchmark stamps (Params::trace), kept by thread 0 in registers and stored at the exit.
   unsigned long long stamps[kSkinnyTracePoints] = {};
   const bool traced = p.trace != nullptr && tid == 0;
@@ -142,7 +123,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
 
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) sm90::mbarrier_init(full0 + 8 * s, 1);
-    if (push) sm90::mbarrier_init(pushed0, static_cast<uint32_t>((split - 1) * (Cfg::kThreads / 32)));  // a warp per rank
     sm90::fence_mbarrier_init();
     sm90::prefetch_tensor_map(&map_w);
     sm90::prefetch_tensor_map(&map_x);
@@ -151,9 +131,6 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
       for (int i = 0; i < nkb; ++i) prefetch_l2_2d(&map_w, (kb_begin + i) * Cfg::kBlockK, n0);
   }
   __syncthreads();
-  // Pushed partials: this arrive and the wait before the first push keep every push behind its
-  // target's mbarrier init.
-  if (push) sm90::cluster_arrive_relaxed();
   // Nothing global is read into the CTA before this point: a dependent launch may have started
   // us early (the L2 prefetch above brings nothing into the CTA).
   sm90::griddepcontrol_wait();
@@ -218,48 +195,7 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
   // The partial tile, [m][n]: in atom t, thread i holds D rows (n) 64 t + 16 (i / 32) +
   // (i % 32) / 4 and + 8, columns (m) 8 j + 2 (i % 4) and + 1, as d[4j], d[4j + 1] (row n) and
   // d[4j + 2], d[4j + 3] (row n + 8).
-  if (push) {
-    // The whole partial staged in the ring (free now: every stage landed and was read), then
-    // read back 16 bytes at a time: our slice into place, each other rank's slice into that
-    // rank's tile buffer at our shifted place (PushedPartials), and one release arrival per warp
-    // on every other rank's mbarrier. (The ring, not the tile buffer, because the others may
-    // push into ours before we have read it.)
-    float* staged = reinterpret_cast<float*>(dynamic_smem + (ring - base));
-    const int warp = tid / 32, lane = tid % 32;
-#pragma unroll
-    for (int t = 0; t < Cfg::kAtoms; ++t) {
-      const int n = t * 64 + warp * 16 + lane / 4;
-#pragma unroll
-      for (int j = 0; j < BM / 8; ++j) {
-        const int m = j * 8 + 2 * (lane % 4);
-        staged[m * Cfg::kRedLd + n] = acc[t][4 * j];
-        staged[(m + 1) * Cfg::kRedLd + n] = acc[t][4 * j + 1];
-        staged[m * Cfg::kRedLd + n + 8] = acc[t][4 * j + 2];
-        staged[(m + 1) * Cfg::kRedLd + n + 8] = acc[t][4 * j + 3];
-      }
-    }
-    sm90::cluster_wait();  // every rank's mbarrier is initialised
-    __syncthreads();       // the staged tile is complete
-    const uint32_t red0 = sm90::smem_address(red);
-    using Places = PushedPartials<Cfg::kRedLd, kGroupsPerRow>;
-    for (int g = tid; g < groups; g += Cfg::kThreads) {
-      const int owner = g / per_rank, at = Places::offset(g, rank, owner, per_rank);
-      const float4 v = *reinterpret_cast<const float4*>(staged + Places::offset(g, 0, 0, per_rank));
-      if (owner == rank) *reinterpret_cast<float4*>(red + at) = v;
-      else sm90::st_cluster_v4(sm90::cluster_map(red0 + 4u * static_cast<uint32_t>(at), static_cast<uint32_t>(owner)), v);
-    }
-    __syncwarp();
-    if (lane == 0)
-      for (int q = 0; q < split; ++q)
-        if (q != rank) sm90::mbarrier_arrive_release_remote(sm90::cluster_map(pushed0, static_cast<uint32_t>(q)));
-    __syncthreads();                           // our own slice's partials, written by every thread
-    sm90::mbarrier_wait_cluster(pushed0, 0);  // the others' shares of it
-    if (traced) stamps[4] = sm90::global_timer_ns();
-    split_k_epilogue_pushed<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, per_rank, n0, m0,
-                                                                            m_valid, tid, bias4,
-                                                                            traced ? stamps + 5 : nullptr);
-  } else {
-    // The whole partial in place; the others read their slices of it remotely.
+  {
     const int warp = tid / 32, lane = tid % 32;
 #pragma unroll
     for (int t = 0; t < Cfg::kAtoms; ++t) {
@@ -273,13 +209,13 @@ __global__ void __launch_bounds__(WgTile<BN, BM>::kThreads, 1)
         red[(m + 1) * Cfg::kRedLd + n + 8] = acc[t][4 * j + 3];
       }
     }
-    if (split > 1) sm90::cluster_sync();  // release our partial, acquire the others'
-    else __syncthreads();
-    if (traced) stamps[4] = sm90::global_timer_ns();
-    split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
-                                                                     traced ? stamps + 5 : nullptr);
-    if (split > 1) sm90::cluster_wait_acquire();  // the others may still be reading our partial (the epilogue arrived)
   }
+  if (split > 1) sm90::cluster_sync();  // release our partial, acquire the others'
+  else __syncthreads();
+  if (traced) stamps[4] = sm90::global_timer_ns();
+  split_k_epilogue<T, Cfg::kBlockN, Cfg::kRedLd, Cfg::kThreads, E>(p, red, split, rank, n0, m0, m_valid, tid, bias4,
+                                                                   traced ? stamps + 5 : nullptr);
+  if (split > 1) sm90::cluster_wait_acquire();  // the others may still be reading our partial (the epilogue arrived)
   if (traced) {
     stamps[7] = sm90::global_timer_ns();
     unsigned long long* row = p.trace + (static_cast<size_t>(blockIdx.y) * gridDim.x + blockIdx.x) * kSkinnyTracePoints;

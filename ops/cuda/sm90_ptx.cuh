@@ -1,8 +1,7 @@
 // The Hopper PTX the sm_90a kernels (linear+GELU, the wgmma skinny GEMM) are built from, one
 // thin inline-asm wrapper each: mbarriers (the pipeline's full/empty handshakes), TMA tensor
 // loads (plain and multicast to a CTA cluster), wgmma's fence/commit/wait and its shared-memory
-// matrix descriptor, setmaxnreg, the cluster barrier (whole, or arrive and wait apart), stores
-// into another cluster CTA's shared memory and arrivals on its mbarriers, GPU-scope
+// matrix descriptor, setmaxnreg, the cluster barrier (whole, or arrive and wait apart), GPU-scope
 // acquire/release and the global proxy fence, and programmatic dependent launch's controls. Written from the PTX ISA; the wrappers only exist in the sm_90a device pass
 // (KILN_SM90A_DEVICE), where every instruction here is legal, so the kernels that use them
 // compile to empty bodies anywhere else.
@@ -71,23 +70,6 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
         "{\n"
         ".reg .pred p;\n"
         "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
-
-/// mbarrier_wait with acquire at cluster scope: for a phase completed by other CTAs' arrivals
-/// (mbarrier_arrive_release_remote) whose writes this thread then reads.
-__device__ __forceinline__ void mbarrier_wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
         "selp.u32 %0, 1, 0, p;\n"
         "}\n"
         : "=r"(done)
@@ -263,38 +245,6 @@ __device__ __forceinline__ void cluster_sync() {
       "barrier.cluster.arrive.release.aligned;\n"
       "barrier.cluster.wait.acquire.aligned;\n" ::
           : "memory");
-}
-
-/// Every thread arrives on the cluster barrier without ordering its memory operations (pairs
-/// with cluster_wait: what it publishes is an mbarrier's initialisation, which
-/// fence_mbarrier_init already released to the cluster). All threads, converged.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-
-/// Waits until every thread of the cluster has arrived on the cluster barrier (acquire). All
-/// threads, converged.
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-
-/// The shared::cluster address of `address` (this CTA's shared window) in cluster CTA `cta`.
-__device__ __forceinline__ uint32_t cluster_map(uint32_t address, uint32_t cta) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(cta));
-  return remote;
-}
-
-/// Stores `v` at `remote` (a shared::cluster address: another CTA's shared memory), 16 bytes.
-__device__ __forceinline__ void st_cluster_v4(uint32_t remote, float4 v) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote), "f"(v.x), "f"(v.y), "f"(v.z),
-               "f"(v.w)
-               : "memory");
-}
-
-/// One arrival on the mbarrier at `remote` (a shared::cluster address), releasing at cluster
-/// scope what this thread wrote and what it has synchronised with (e.g. its warp's stores
-/// before a __syncwarp), so the owner's mbarrier_wait_cluster sees them.
-__device__ __forceinline__ void mbarrier_arrive_release_remote(uint32_t remote) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 // ---- programmatic dependent launch ---------------------------------------------------------

@@ -135,7 +135,6 @@ struct Knobs {
   int stages = 0;
   bool prefetch_l2 = true;
   int epilogue_batch = 0;
-  bool push_partials = false;
 };
 
 /// One direct call into poisoned [m, n + pad] buffers, checked against the float64 reference.
@@ -157,7 +156,6 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   CAPTURE(knobs.stages);
   CAPTURE(knobs.prefetch_l2);
   CAPTURE(knobs.epilogue_batch);
-  CAPTURE(knobs.push_partials);
   const DType dtype = dtype_of(type);
   const Tensor out = full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu));
   const Tensor pre = with_pre ? full({m, ld}, kNaN, TensorOptions(dtype).device(kGpu)) : Tensor();
@@ -173,7 +171,6 @@ inline void check_call(const Operands& o, SkinnyType type, SkinnyEpilogue e, boo
   a.stages = knobs.stages;
   a.prefetch_l2 = knobs.prefetch_l2;
   a.epilogue_batch = knobs.epilogue_batch;
-  a.push_partials = knobs.push_partials;
   REQUIRE(skinny_gemm_accepts(a));
   skinny_gemm(a, current_stream());
   cuda::synchronize();

@@ -6,8 +6,7 @@
 // without programmatic dependent launch, every ring depth, with and without the L2 prefetch;
 // an up/down projection pair chained by programmatic dependent launch in a CUDA graph, replayed
 // into poisoned buffers; and weights overwritten by the kernel right before a programmatic
-// launch; split-K partials pushed to their owners (push_partials) bit for bit against the
-// parked ones. Elsewhere the cases say they skip. (Its errors and routing: test_skinny_gemm.cpp.)
+// launch. Elsewhere the cases say they skip. (Its errors and routing: test_skinny_gemm.cpp.)
 #ifdef KILN_WITH_CUDA
 
 #include <cuda_runtime_api.h>
@@ -47,55 +46,6 @@ TEST_CASE("skinny_gemm, sm_90a kernel: M from 1 to 200, both tile widths, every 
     check_shape(129, 1000, 1032, {.kernel = kWg, .block_n = 128, .stages = stages});
   }
   check_shape(64, 1024, 4096, {.kernel = kWg, .prefetch_l2 = false});
-}
-
-TEST_CASE("skinny_gemm, sm_90a kernel: partials pushed to their owners give the parked partials' bits") {
-  if (!skinny_wgmma_ready()) {
-    MESSAGE("skipped: no GPU that runs the sm_90a skinny GEMM");
-    return;
-  }
-  manual_seed(1513);
-  constexpr SkinnyKernel kWg = SkinnyKernel::Wgmma;
-  check_shape(64, 4096, 1024, {.kernel = kWg, .push_partials = true});  // against float64, every epilogue
-  check_shape(33, 1000, 1032, {.pad_o = 4, .split_k = 4, .kernel = kWg, .block_n = 128, .push_partials = true});
-  // Every split (3, 5, 6 and 7 leave unequal slices at some M: those clusters park theirs), M
-  // across every BM and a second row tile of one row, both tile widths, N and K off the tiles.
-  struct Case {
-    int64_t m, n, k;
-    int split, block_n;
-  };
-  std::vector<Case> cases = {{64, 4096, 1024, 0, 0}, {64, 1024, 4096, 0, 0}, {1, 1000, 1032, 8, 0},
-                             {7, 4104, 1032, 2, 0},  {129, 520, 1000, 2, 128}, {200, 1000, 1032, 4, 0},
-                             {17, 1024, 2056, 3, 0}, {48, 1000, 1032, 6, 0},   {64, 1000, 1032, 7, 128}};
-  for (int split = 1; split <= 8; ++split) cases.push_back({33, 1000, 1024, split, 0});
-  for (const Case& c : cases)
-    for (DType dtype : {kBFloat16, kFloat16})
-      for (SkinnyEpilogue e : {SkinnyEpilogue::GeluExact, SkinnyEpilogue::Bias}) {
-        CAPTURE(c.m);
-        CAPTURE(c.n);
-        CAPTURE(c.k);
-        CAPTURE(c.split);
-        CAPTURE(c.block_n);
-        CAPTURE(static_cast<int>(e));
-        const Operands o = make_operands(c.m, c.n, c.k, dtype);
-        const TensorOptions opt = TensorOptions(dtype).device(kGpu);
-        Tensor out[2], pre[2];
-        for (int pushed = 0; pushed < 2; ++pushed) {
-          out[pushed] = full({c.m, c.n}, kNaN, opt);
-          pre[pushed] = full({c.m, c.n}, kNaN, opt);
-          SkinnyGemmArgs a = wgmma_args(o.gx, o.gw, o.gb, out[pushed], e);
-          if (e != SkinnyEpilogue::Bias) a.pre = pre[pushed].data_ptr(), a.ldp = c.n;
-          a.split_k = c.split;
-          a.block_n = c.block_n;
-          a.push_partials = pushed == 1;
-          skinny_gemm(a, current_stream());
-        }
-        cuda::synchronize();
-        const Tensor& h = e == SkinnyEpilogue::Bias ? out[1] : pre[1];
-        CHECK(relative_norm_error(values(h.cpu()), o.h) <= norm_tolerance(dtype));  // NaN (unwritten) fails
-        CHECK(same_bits(out[1], out[0]));
-        if (e != SkinnyEpilogue::Bias) CHECK(same_bits(pre[1], pre[0]));
-      }
 }
 
 TEST_CASE("skinny_gemm, sm_90a kernel: a kernel writing the weights right before a programmatic launch is seen") {
