@@ -5,7 +5,9 @@
 //     work, so back-to-back GPU time is measured even when one call is shorter than its
 //     host-side launch (small GEMMs);
 //   - median_gpu_ms: CUDA-event timing of `iters` queued calls after warm-up, median over
-//     repeats, per call.
+//     repeats, per call;
+//   - median_alone_us: one call at a time between two events, launch included (a graph replay);
+//   - check_cuda: a CUDA status or exit with a message.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,6 +43,14 @@ void bare_launch_with_args(cudaStream_t stream, const void* a, const void* b, vo
 
 /// Queues a kernel that spins for about `ms` milliseconds on `stream`.
 void gpu_sleep(cudaStream_t stream, double ms);
+
+/// Exits with a message naming `what` when `status` is a CUDA error (the benchmarks' check).
+void check_cuda(cudaError_t status, const char* what);
+
+/// Median GPU microseconds of one call of `f` (which queues its work on `stream`) timed alone:
+/// event, call, event, synchronise, so the launch's latency counts (how a CUDA graph replay's
+/// latency is read). `warmup` untimed calls first, then `calls` timed ones.
+double median_alone_us(const std::function<void()>& f, cudaStream_t stream, int calls = 200, int warmup = 20);
 
 /// Median GPU milliseconds per call of `f` (which queues its work on `stream`): `warmup`
 /// untimed calls, then `repeats` times: spin, event, `iters` calls, event.

@@ -566,23 +566,10 @@ int main(int argc, char** argv) {
       block();
       KILN_CHECK(cudaStreamEndCapture(gs, &graph) == cudaSuccess, "capture end");
       KILN_CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
-      cudaEvent_t e0, e1;
-      KILN_CHECK(cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess, "events");
-      std::vector<double> us;
-      for (int i = 0; i < 220; ++i) {
-        KILN_CHECK(cudaEventRecord(e0, gs) == cudaSuccess && cudaGraphLaunch(exec, gs) == cudaSuccess &&
-                       cudaEventRecord(e1, gs) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess,
-                   "replay");
-        float ms = 0;
-        KILN_CHECK(cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess, "elapsed");
-        if (i >= 20) us.push_back(static_cast<double>(ms) * 1e3);
-      }
-      std::sort(us.begin(), us.end());
-      const double median = us[us.size() / 2];
+      const double median = bench::median_alone_us(
+          [&] { KILN_CHECK(cudaGraphLaunch(exec, gs) == cudaSuccess, "skinny_gemm bench: replay"); }, gs);
       if (csv) fmt::print("mlp_graph,{},64,1024,4096,{:.2f},0\n", name, median);
       else fmt::print("  mlp block M=64 as one CUDA graph (weights L2-warm), {}: {:.2f} us\n", name, median);
-      (void)cudaEventDestroy(e0);
-      (void)cudaEventDestroy(e1);
       (void)cudaGraphExecDestroy(exec);
       (void)cudaGraphDestroy(graph);
     }

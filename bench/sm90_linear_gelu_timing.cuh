@@ -395,10 +395,10 @@ int profile(const std::vector<int>& variants) {
             mode, 1000.0 * ms, median_of(mhz),
             *std::min_element(mhz.begin(), mhz.end()), median_of(total), kmax, mainloop / tiles, epi / tiles, turn / tiles,
             tiles / (2.0 * static_cast<double>(total.size())));
-        const TailLine tail_of = tail_line(h, ht, sms);
+        const TailLine tail = tail_line(h, ht, sms);
         std::printf("TAIL M=%lld K=%lld N=%lld %-30s %-11s cycles after the last mainloop (median over %llu-tile CTAs):%s\n",
                     static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kVariantNames[v],
-                    mode, tail_of.tiles, tail_of.cells.c_str());
+                    mode, tail.tiles, tail.cells.c_str());
         std::fflush(stdout);
       }
     }

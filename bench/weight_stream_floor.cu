@@ -6,26 +6,21 @@
 // bench/skinny_gemm times the block: calls back to back behind a spin kernel (median per call,
 // weights rotating through sets that fill twice the L2, so every read comes from DRAM), and as
 // one CUDA graph replayed alone between two events (launch included, weights L2-warm), which
-// is how examples/fused_mlp times "fused + CUDA graph". Plain CUDA runtime; no Kiln code.
+// is how examples/fused_mlp times "fused + CUDA graph" (bench/cuda_bench_util.h times both).
+// Plain CUDA runtime; no Kiln library code.
 //
 //   weight_stream_floor        a table; the last lines are the floors
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "bench/cuda_bench_util.h"
 
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "weight_stream_floor: %s failed: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
+using kiln::bench::check_cuda;
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // independent 16-byte loads in flight per thread
@@ -64,8 +59,7 @@ __global__ void __launch_bounds__(kThreads) stream_sum(const uint4* __restrict__
 }
 
 /// Launches stream_sum over `bytes` of `w` with `blocks` blocks, programmatic launch on.
-template <Wait kWait>
-void launch(const void* w, size_t bytes, unsigned* out, int blocks, cudaStream_t s) {
+void launch(Wait wait, const void* w, size_t bytes, unsigned* out, int blocks, cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   cfg.blockDim = dim3(kThreads);
@@ -75,36 +69,32 @@ void launch(const void* w, size_t bytes, unsigned* out, int blocks, cudaStream_t
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, stream_sum<kWait>, static_cast<const uint4*>(w), bytes / 16, out), "launch");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  auto* kernel = wait == Wait::Before ? stream_sum<Wait::Before> : stream_sum<Wait::After>;
+  check_cuda(cudaLaunchKernelEx(&cfg, kernel, static_cast<const uint4*>(w), bytes / 16, out), "launch");
 }
 
 }  // namespace
 
 int main() {
   int dev = 0, sms = 0, l2 = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "L2 size");
+  check_cuda(cudaGetDevice(&dev), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  check_cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "L2 size");
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, dev), "properties");
+  check_cuda(cudaGetDeviceProperties(&prop, dev), "properties");
   const size_t bytes = size_t{1024} * 4096 * 2;  // one layer's bf16 weight, 8 MiB
   const int sets = std::max(4, static_cast<int>(2.0 * l2 / static_cast<double>(bytes)) + 1);
   std::vector<void*> w(static_cast<size_t>(2 * sets));
   for (void*& p : w) {
-    check(cudaMalloc(&p, bytes), "cudaMalloc");
-    check(cudaMemset(p, 0x5a, bytes), "cudaMemset");  // never read as numbers: only streamed
+    check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+    check_cuda(cudaMemset(p, 0x5a, bytes), "cudaMemset");  // never read as numbers: only streamed
   }
   void* copy_dst = nullptr;
-  check(cudaMalloc(&copy_dst, bytes), "cudaMalloc");
+  check_cuda(cudaMalloc(&copy_dst, bytes), "cudaMalloc");
   unsigned* out = nullptr;
-  check(cudaMalloc(&out, sizeof(unsigned) * 64 * static_cast<size_t>(sms)), "cudaMalloc");
+  check_cuda(cudaMalloc(&out, sizeof(unsigned) * 64 * static_cast<size_t>(sms)), "cudaMalloc");
   cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   std::printf("%s, %d SMs, L2 %d MiB, %d weight sets of %zu MiB; us per call, medians\n", prop.name, sms, l2 >> 20,
               2 * sets, bytes >> 20);
 
@@ -118,62 +108,42 @@ int main() {
   int best_blocks = sms;
   for (int per_sm : {1, 2, 4, 8}) {
     const int blocks = per_sm * sms;
-    const double us = per_call_us([&] { launch<Wait::Before>(weight(), bytes, out, blocks, s); });
+    const double us = per_call_us([&] { launch(Wait::Before, weight(), bytes, out, blocks, s); });
     std::printf("  one 8 MiB read, %d blocks of %d threads: %.2f us (%.0f GB/s)\n", blocks, kThreads, us, gbs / us);
     if (us < best_one) best_one = us, best_blocks = blocks;
   }
   const double copy = per_call_us([&] {
-    check(cudaMemcpyAsync(copy_dst, weight(), bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+    check_cuda(cudaMemcpyAsync(copy_dst, weight(), bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
   });
   std::printf("  cudaMemcpyAsync 8 MiB device to device: %.2f us (%.0f GB/s read + write)\n", copy, 2 * gbs / copy);
 
   // Two reads, the second waiting for the first before its reads (h) or after them (weights).
   const double pair_before = per_call_us([&] {
-    launch<Wait::Before>(weight(), bytes, out, best_blocks, s);
-    launch<Wait::Before>(weight(), bytes, out, best_blocks, s);
+    launch(Wait::Before, weight(), bytes, out, best_blocks, s);
+    launch(Wait::Before, weight(), bytes, out, best_blocks, s);
   });
   const double pair_after = per_call_us([&] {
-    launch<Wait::Before>(weight(), bytes, out, best_blocks, s);
-    launch<Wait::After>(weight(), bytes, out, best_blocks, s);
+    launch(Wait::Before, weight(), bytes, out, best_blocks, s);
+    launch(Wait::After, weight(), bytes, out, best_blocks, s);
   });
 
   // The pair as one CUDA graph, weights fixed (L2-warm), each replay timed alone.
   auto graph_alone_us = [&](Wait second) {
-    void* a = w[0];
-    void* b = w[1];
     cudaGraph_t g = nullptr;
     cudaGraphExec_t exec = nullptr;
-    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
-    launch<Wait::Before>(a, bytes, out, best_blocks, s);
-    if (second == Wait::Before) {
-      launch<Wait::Before>(b, bytes, out, best_blocks, s);
-    } else {
-      launch<Wait::After>(b, bytes, out, best_blocks, s);
-    }
-    check(cudaStreamEndCapture(s, &g), "capture end");
-    check(cudaGraphInstantiate(&exec, g, 0), "instantiate");
-    cudaEvent_t e0, e1;
-    check(cudaEventCreate(&e0), "event");
-    check(cudaEventCreate(&e1), "event");
-    std::vector<double> t;
-    for (int i = 0; i < 220; ++i) {
-      check(cudaEventRecord(e0, s), "record");
-      check(cudaGraphLaunch(exec, s), "graph launch");
-      check(cudaEventRecord(e1, s), "record");
-      check(cudaEventSynchronize(e1), "sync");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-      if (i >= 20) t.push_back(1e3 * ms);
-    }
-    check(cudaEventDestroy(e0), "event");
-    check(cudaEventDestroy(e1), "event");
-    check(cudaGraphExecDestroy(exec), "graph exec");
-    check(cudaGraphDestroy(g), "graph");
-    return median(t);
+    check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+    launch(Wait::Before, w[0], bytes, out, best_blocks, s);
+    launch(second, w[1], bytes, out, best_blocks, s);
+    check_cuda(cudaStreamEndCapture(s, &g), "capture end");
+    check_cuda(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+    const double us = kiln::bench::median_alone_us([&] { check_cuda(cudaGraphLaunch(exec, s), "graph launch"); }, s);
+    check_cuda(cudaGraphExecDestroy(exec), "graph exec");
+    check_cuda(cudaGraphDestroy(g), "graph");
+    return us;
   };
   const double graph_before = graph_alone_us(Wait::Before), graph_after = graph_alone_us(Wait::After);
-  check(cudaStreamSynchronize(s), "sync");
-  check(cudaGetLastError(), "last error");
+  check_cuda(cudaStreamSynchronize(s), "sync");
+  check_cuda(cudaGetLastError(), "last error");
 
   std::printf("  two 8 MiB reads back to back, the second waiting before its reads: %.2f us per pair\n", pair_before);
   std::printf("  two 8 MiB reads back to back, the second reading before its wait: %.2f us per pair\n", pair_after);
@@ -182,9 +152,9 @@ int main() {
   std::printf("floor: one 8 MiB weight read %.2f us; the MLP block's two weights, back to back %.2f us, "
               "as a graph replay %.2f us\n",
               best_one, std::min(pair_before, pair_after), std::min(graph_before, graph_after));
-  for (void* p : w) check(cudaFree(p), "cudaFree");
-  check(cudaFree(copy_dst), "cudaFree");
-  check(cudaFree(out), "cudaFree");
-  check(cudaStreamDestroy(s), "stream");
+  for (void* p : w) check_cuda(cudaFree(p), "cudaFree");
+  check_cuda(cudaFree(copy_dst), "cudaFree");
+  check_cuda(cudaFree(out), "cudaFree");
+  check_cuda(cudaStreamDestroy(s), "stream");
   return 0;
 }
