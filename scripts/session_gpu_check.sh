@@ -6,7 +6,7 @@
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
 # Results under $OUT (summary.txt first).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
-# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe blas cpu
+# (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe blas cpuside cpu
 #  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
 #  beside the library's build and then runs scripts/sm90_gpu_check.sh with the environment's VARIANTS, BENCH,
 #  PROFILE, ABTEST, ABTEST_SHAPES, SANITIZE, SKIP_SANITIZE ... into $OUT/sm90. PACK=1 leaves two files in $OUT,
@@ -106,11 +106,16 @@ if has skinny || has mlp64; then
   timeout 90 $B/examples/fused_mlp --device cuda --dtype bfloat16 --batch 64 --iterations 300 > "$OUT/fused_mlp.txt" 2>&1
   say "fused_mlp rc=$?"; grep -A6 "^Latency" "$OUT/fused_mlp.txt" >> "$S"
 fi
-if has mlp; then
+# Builds targets of the LibTorch side-by-side project (bench/libtorch) against this build, installed.
+build_libtorch_bench() {
+  local torch_prefix
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
-  if cmake --install $B --prefix "$PWD/$B/install" > "$OUT/libtorch.log" 2>&1 &&
-     cmake -S bench/libtorch -B $B-libtorch -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix;$PWD/$B/install" >> "$OUT/libtorch.log" 2>&1 &&
-     timeout 200 cmake --build $B-libtorch -j 16 --target side_by_side_fused_mlp >> "$OUT/libtorch.log" 2>&1; then
+  cmake --install $B --prefix "$PWD/$B/install" >> "$OUT/libtorch.log" 2>&1 &&
+    cmake -S bench/libtorch -B $B-libtorch -G Ninja -DCMAKE_PREFIX_PATH="$torch_prefix;$PWD/$B/install" >> "$OUT/libtorch.log" 2>&1 &&
+    timeout 200 cmake --build $B-libtorch -j 16 --target "$@" >> "$OUT/libtorch.log" 2>&1
+}
+if has mlp; then
+  if build_libtorch_bench side_by_side_fused_mlp; then
     timeout 120 $B-libtorch/side_by_side_fused_mlp --dtype ${MLP_DTYPE:-all} > "$OUT/mlp.txt" 2>&1
     say "side_by_side_fused_mlp rc=$? at $(date +%T)"; grep -A12 '^dtype' "$OUT/mlp.txt" | tail -14 >> "$S"
   else
@@ -183,6 +188,15 @@ if has blas; then
     say "cpu_blas $t thread(s) rc=$? at $(date +%T)"
   done
   cat "$OUT/blas.txt" >> "$S"
+fi
+if has cpuside; then
+  # Issue 17 in one process: Kiln's CPU linear and MLP block against LibTorch's (MKL), taking turns.
+  if build_libtorch_bench side_by_side_cpu; then
+    timeout 300 $B-libtorch/side_by_side_cpu --threads 1,$nproc_all ${CPUSIDE_ARGS:-} > "$OUT/cpuside.txt" 2>&1
+    say "side_by_side_cpu rc=$? at $(date +%T)"; grep -vE '^RESULT' "$OUT/cpuside.txt" >> "$S"
+  else
+    say "side_by_side_cpu: build failed"; tail -20 "$OUT/libtorch.log" >> "$S"
+  fi
 fi
 if has cpu; then
   timeout 400 python3 bench/cpu_vs_torch.py --build $B --threads 1,$nproc_all --repeats 11 --torch-python python3 ${CPU_ARGS:-} \
