@@ -4,7 +4,10 @@
 # fused op / CUDA graph / skinny cases, LibTorch's side-by-side MLP block, and issue 17's CPU
 # comparison on the host's cores (cpu_vs_torch.py with the Fashion-MNIST epoch row,
 # cpu_elementwise_vs_torch.py; "cpudiag": the epoch's thread scaling and the host's facts).
-# Results under $OUT (summary.txt first).
+# Results under $OUT (summary.txt first). .deps/dnnl.tar.xz (git-ignored; name .deps in the device tool's
+# carry) is Debian 12's oneDNN as /tmp/dnnl_pkg/{include,lib}: mkdir -p /tmp/dnnl_pkg/{include,lib};
+# cp -a /usr/include/{dnnl*,oneapi} /tmp/dnnl_pkg/include; cp -a /usr/lib/x86_64-linux-gnu/lib{dnnl,OpenCL}.so*
+# /tmp/dnnl_pkg/lib; tar cJf .deps/dnnl.tar.xz -C /tmp dnnl_pkg (libdnnl-dev installed here).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
 # (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe blas cpuside cpu
 #  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
