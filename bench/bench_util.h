@@ -18,6 +18,12 @@ inline void do_not_optimize(const T& value) {
   asm volatile("" : : "r,m"(value) : "memory");
 }
 
+/// The median of `v` (for an even count, the upper of the two middle values).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// Times several variants of the same work taking turns: each round runs every variant's
 /// batch once, so drift on a shared machine (other tenants, clock changes) hits all of them
 /// alike. Reports the median time per call of each variant.
@@ -45,10 +51,7 @@ class Turns {
   /// Median nanoseconds per call of variant `name`.
   double median_ns(const std::string& name) const {
     for (const auto& v : variants_) {
-      if (v.name != name) continue;
-      std::vector<double> s = v.samples;
-      std::sort(s.begin(), s.end());
-      return s[s.size() / 2];
+      if (v.name == name) return median(v.samples);
     }
     return 0.0;
   }

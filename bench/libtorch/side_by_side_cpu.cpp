@@ -28,17 +28,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "side_by_side_cpu.h"
 
 namespace {
 
 namespace c = side_by_side::cpu;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
+using kiln::bench::median;
 
 // Median milliseconds of `repeats` calls, each timed alone.
 double median_ms(const std::function<void()>& call, int repeats) {

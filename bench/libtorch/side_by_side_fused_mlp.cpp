@@ -24,14 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "side_by_side_fused_mlp.h"
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kiln::bench::median;
 
 // Microseconds per call for `calls` queued calls (call i on set i % sets), device drained.
 double time_calls(const std::function<void(int)>& call, int calls, int sets) {

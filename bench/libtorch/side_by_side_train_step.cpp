@@ -17,14 +17,12 @@
 #include <functional>
 #include <vector>
 
+#include "bench_util.h"
 #include "side_by_side_train_step.h"
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using kiln::bench::median;
 
 // Milliseconds per step for `steps` queued steps, device drained at the end.
 double time_steps(const std::function<void()>& step, int steps) {

@@ -26,9 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "side_by_side_transfer.h"
 
 namespace {
+
+using kiln::bench::median;
 
 using side_by_side::transfer::Copy;
 
@@ -68,11 +71,6 @@ Sample batch(F&& f, int calls, size_t bytes) {
   (void)cudaDeviceSynchronize();
   const double total = seconds_since(t0);
   return {host / calls * 1e6, static_cast<double>(bytes) * calls / total / 1e9};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int calls_for(size_t bytes) {
