@@ -1,7 +1,9 @@
 // Kiln's CPU elementwise ops and the MLP block they sit in, timed for the side-by-side with
 // PyTorch (bench/cpu_elementwise_vs_torch.py runs this binary and PyTorch in one script).
 // Rows: gelu (exact erf and tanh form), exp, tanh, sigmoid over float32 [64, 4096] and
-// [1024, 4096], and nn::MLP({1024, 4096, 1024}, GELU) forward at batch 64 and 1024; each
+// [1024, 4096], and nn::MLP({1024, 4096, 1024}, GELU) forward at batch 64 and 1024; "wide"
+// rows repeat both GELUs and the MLP with inputs whose pre-activations have a standard
+// deviation of ~32 (--only wide runs just those); each
 // row's median over several turns, printed as one machine-readable line:
 //
 //   row <name> <shape> <threads> <median_us>
@@ -139,6 +141,13 @@ int main(int argc, char** argv) {
       time_row(u.name, fmt::format("{}x4096", rows), threads, repeats, calls_for(x.numel()), [&] { (void)u.op(x); });
     }
   }
+  // Both GELUs over inputs of standard deviation 32: a third of them below -13, where the
+  // results are below float's smallest normal (what subnormals would cost, BENCHMARKS.md 9).
+  if (only.empty() || only == "wide") {
+    const Tensor x = randn({1024, 4096}) * 32.0;
+    for (const Unary& u : {unaries[0], unaries[1]})
+      time_row(fmt::format("{}_wide", u.name), "1024x4096", threads, repeats, 3, [&] { (void)u.op(x); });
+  }
   if (only == "grain") {
     // Where splitting pays: an empty OpenMP fork/join against the per-element cost of a
     // cheap (add) and a transcendental (gelu) op on one thread, timed below the grains. Two
@@ -178,11 +187,16 @@ int main(int argc, char** argv) {
                  2 * fork_join_us * 1e3 / add_ns, 2 * fork_join_us * 1e3 / gelu_ns);
     return 0;
   }
-  if (only.empty() || only == "mlp") {
+  if (only.empty() || only == "mlp" || only == "wide") {
     nn::MLP mlp({1024, 4096, 1024}, nn::Activation::GELU);
     for (int64_t batch : {int64_t{64}, int64_t{1024}}) {
       const Tensor x = randn({batch, 1024});
-      time_row("mlp", fmt::format("{}x1024", batch), threads, repeats, batch >= 1024 ? 2 : 10, [&] { (void)mlp(x); });
+      if (only != "wide")
+        time_row("mlp", fmt::format("{}x1024", batch), threads, repeats, batch >= 1024 ? 2 : 10, [&] { (void)mlp(x); });
+      // The input scaled by 64: pre-activations of standard deviation ~37 (nn::Linear's init).
+      const Tensor wide = x * 64.0;
+      time_row("mlp_wide", fmt::format("{}x1024", batch), threads, repeats, batch >= 1024 ? 2 : 10,
+               [&] { (void)mlp(wide); });
     }
   }
   if (only == "mlp_profile") {

@@ -3,7 +3,8 @@
 
 Rows: gelu (exact erf, PyTorch's default), gelu_tanh, exp, tanh, sigmoid over float32
 [64, 4096] and [1024, 4096], and the MLP block Linear(1024, 4096) -> GELU -> Linear(4096, 1024)
-forward at batch 64 and 1024; each at 1 thread and at all cores. Kiln runs through the
+forward at batch 64 and 1024; "_wide" rows repeat both GELUs and the MLP on inputs whose
+(pre-)activations have a standard deviation of ~32 (a third below -13); each at 1 thread and at all cores. Kiln runs through the
 bench/cpu_elementwise binary (its OpenMP thread count set by --threads); PyTorch runs here with
 torch.set_num_threads. Both report the median of several turns; the table shows the ratio
 Kiln / PyTorch (below 1.0: Kiln is faster). --baseline adds a second Kiln binary (an older
@@ -62,10 +63,15 @@ def torch_rows(threads, repeats):
             x = torch.randn(n, 4096)
             for name, op in ops:
                 rows[(name, f"{n}x4096")] = median_us(lambda: op(x), 3 if n >= 1024 else 20, repeats)
+        x = torch.randn(1024, 4096) * 32  # the "wide" rows: a third of the inputs below -13
+        for name, op in ops[:2]:
+            rows[(f"{name}_wide", "1024x4096")] = median_us(lambda: op(x), 3, repeats)
         mlp = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024))
         for batch in (64, 1024):
             x = torch.randn(batch, 1024)
             rows[("mlp", f"{batch}x1024")] = median_us(lambda: mlp(x), 2 if batch >= 1024 else 10, repeats)
+            wide = x * 64  # pre-activations of standard deviation ~37
+            rows[("mlp_wide", f"{batch}x1024")] = median_us(lambda: mlp(wide), 2 if batch >= 1024 else 10, repeats)
     return rows
 
 

@@ -5,7 +5,11 @@
 // sides alike. Rows: linear (64,1024,4096), (64,4096,1024), (1024,1024,4096), (1024,4096,1024)
 // and the MLP block 1024-4096-1024 with exact GELU at batch 64 and 1024, float32, forward
 // without autograd; one thread and all of them (both libraries told the count through their
-// own API; each prints what it then reads).
+// own API; each prints what it then reads). The MLP rows run twice: with weights scaled as
+// nn.Linear's initialisation scales them (pre-activations of standard deviation ~1), and
+// "wide", the first layer's weights unscaled (pre-activations of standard deviation ~32, a
+// third of them below -13, where the exact GELU's result is below float's smallest normal:
+// the row that shows what subnormal floats cost, BENCHMARKS.md 9).
 //
 // Method: per row, both sides are warmed up, their outputs compared (max |difference| over max
 // |y|: a row whose libraries disagree is not timed); then `rounds` rounds, each timing
@@ -51,6 +55,7 @@ double median_ms(const std::function<void()>& call, int repeats) {
 struct Row {
   const char* name;
   int64_t m, k, n, hidden;
+  bool wide = false;  // the first layer's weights N(0, 1) instead of N(0, 1/k)
 };
 
 c::Operands make_operands(const Row& row, uint64_t seed) {
@@ -64,7 +69,7 @@ c::Operands make_operands(const Row& row, uint64_t seed) {
   ops.m = row.m, ops.k = row.k, ops.n = row.n, ops.hidden = row.hidden;
   const int64_t mid = row.hidden ? row.hidden : row.n;
   fill(ops.x, static_cast<size_t>(row.m * row.k), 1.f);
-  fill(ops.w, static_cast<size_t>(mid * row.k), 1.f / std::sqrt(static_cast<float>(row.k)));
+  fill(ops.w, static_cast<size_t>(mid * row.k), row.wide ? 1.f : 1.f / std::sqrt(static_cast<float>(row.k)));
   fill(ops.b, static_cast<size_t>(mid), 0.1f);
   if (row.hidden) {
     fill(ops.w2, static_cast<size_t>(row.n * mid), 1.f / std::sqrt(static_cast<float>(mid)));
@@ -105,7 +110,9 @@ int main(int argc, char** argv) {
                   Row{"linear", 1024, 4096, 1024, 0}})
       rows.push_back(r);
   if (kinds.find("mlp") != std::string::npos)
-    for (Row r : {Row{"mlp", 64, 1024, 1024, 4096}, Row{"mlp", 1024, 1024, 1024, 4096}}) rows.push_back(r);
+    for (Row r : {Row{"mlp", 64, 1024, 1024, 4096}, Row{"mlp", 1024, 1024, 1024, 4096},
+                  Row{"mlp_wide", 64, 1024, 1024, 4096, true}, Row{"mlp_wide", 1024, 1024, 1024, 4096, true}})
+      rows.push_back(r);
   std::printf("side_by_side_cpu: %s\n", c::torch_description());
   std::printf("float32, forward, no autograd; %d rounds x %d calls per side, sides alternating first; ms\n", rounds,
               repeats);
@@ -127,7 +134,8 @@ int main(int argc, char** argv) {
       const double rel = a.size() == b.size() && scale > 0 ? diff / scale : INFINITY;
       char label[64];
       if (row.hidden)
-        std::snprintf(label, sizeof label, "mlp block, batch %lld", static_cast<long long>(row.m));
+        std::snprintf(label, sizeof label, "mlp block%s, batch %lld", row.wide ? " wide" : "",
+                      static_cast<long long>(row.m));
       else
         std::snprintf(label, sizeof label, "linear (%lld,%lld,%lld)", static_cast<long long>(row.m),
                       static_cast<long long>(row.k), static_cast<long long>(row.n));

@@ -21,7 +21,14 @@
 // (x/2 (1 + erf) cancels for negative x), with e^(-x^2/2) from the exactly split square;
 // tanh GELU as x * sigmoid(2u). Their NaN, Inf and signed-zero results are the scalar
 // formulas'; bench/cpu_math_accuracy prints the errors against float64 over a dense sweep, and
-// tests/ops/test_vec_math.cpp holds them there.
+// tests/ops/test_vec_math.cpp holds them there. They run with subnormal results flushed to
+// zero (FlushSubnormalsToZero): a third of a wide layer's GELU inputs can lie where the
+// results are subnormal, and on Intel cores every instruction that writes (or later reads) a
+// subnormal float takes a microcode assist, which made an MLP's GELU 14x and the GEMM after it
+// 2.5x slower on the GPU machine's Xeon host (BENCHMARKS.md 9). The products are ordered so
+// that the forward results flush only below FLT_MIN (to a zero of the scalar formula's sign),
+// the derivatives below 8e-38 (exact) and 3e-36 (tanh form); exp, sigmoid and silu keep their
+// subnormal results, as PyTorch's do.
 //
 // Every element goes through the same packet code, one Eigen packet (16 floats with AVX-512)
 // at a time, loaded and stored straight from the arrays; only a final partial packet is
@@ -35,6 +42,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <variant>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "../binary_math.h"
 #include "../unary_math.h"
@@ -56,6 +67,31 @@ template <typename A>
 inline Packet<A> splat(A c) {
   return ei::pset1<Packet<A>>(c);
 }
+
+/// For its scope, this thread's float arithmetic flushes subnormal results to zero (x86's
+/// MXCSR flush-to-zero bit; the previous setting is restored), so no instruction writes one;
+/// a no-op on other CPUs, which compute subnormals without a slow path (or where flushing is
+/// not this bit). Subnormal inputs are not touched (no denormals-are-zero): a user's subnormal
+/// x keeps its value.
+class FlushSubnormalsToZero {
+ public:
+#if defined(__SSE__)
+  FlushSubnormalsToZero() : saved_(_mm_getcsr()) {
+    if (!(saved_ & kFlushToZeroBit)) _mm_setcsr(saved_ | kFlushToZeroBit);
+  }
+  ~FlushSubnormalsToZero() {
+    if (!(saved_ & kFlushToZeroBit)) _mm_setcsr(saved_);
+  }
+#endif
+  FlushSubnormalsToZero(const FlushSubnormalsToZero&) = delete;
+  FlushSubnormalsToZero& operator=(const FlushSubnormalsToZero&) = delete;
+
+ private:
+#if defined(__SSE__)
+  static constexpr unsigned kFlushToZeroBit = 0x8000;  // MXCSR.FTZ
+  unsigned saved_;
+#endif
+};
 
 /// 1 / d for finite d in [1, 16]: with AVX-512 the 14-bit estimate (vrcp14ps) and one Newton
 /// step e + e (1 - d e), within 1 ulp (a 16-lane division issues only every ~10 cycles
@@ -87,6 +123,15 @@ inline Packet<float> mul_where_negative(const Packet<float>& x, const Packet<flo
   return _mm512_mask_mul_ps(b, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), a, b);
 #else
   return ei::pselect(ei::pcmp_lt(x, ei::pzero(x)), ei::pmul(a, b), b);
+#endif
+}
+
+/// a in the lanes where x < bound, b elsewhere (NaN lanes too), as mul_where_negative.
+inline Packet<float> where_less(const Packet<float>& x, float bound, const Packet<float>& a, const Packet<float>& b) {
+#if defined(EIGEN_VECTORIZE_AVX512)
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(bound), _CMP_LT_OQ), b, a);
+#else
+  return ei::pselect(ei::pcmp_lt(x, splat(bound)), a, b);
 #endif
 }
 
@@ -164,21 +209,31 @@ inline Packet<float> exp_float(const Packet<float>& v) {
   return scale_pow2_float(detail::exp_reduced<1, 0>(r), n);
 }
 
-/// e^-(q + q_lo) for q in [0, 2^21] or NaN (callers clamp q, abs_clamped), where q_lo is a
-/// small correction (the rounding error of q when q is a rounded product) or zero if kWithLo
-/// is false; with kHalf, e^-((q + q_lo) / 2) (the halving folded into the constants, so the
-/// caller need not halve). The result is at most 1, so nothing overflows; subnormal results
-/// are rounded once, and q above 104 (208 with kHalf) gives 0.
+/// e^-(q + q_lo) = m 2^n as its two factors: returns m (in [0.7, 1.5]) and sets n (integral),
+/// for q in [0, 2^21] or NaN (callers clamp q, abs_clamped), where q_lo is a small correction
+/// (the rounding error of q when q is a rounded product) or zero if kWithLo is false; with
+/// kHalf, e^-((q + q_lo) / 2) (the halving folded into the constants, so the caller need not
+/// halve). A caller that multiplies the result by something else can multiply m first and
+/// apply 2^n last, so a product that is a normal float never passes through a subnormal one.
 template <bool kWithLo, bool kHalf = false>
-inline Packet<float> exp_neg_float(const Packet<float>& q, const Packet<float>& q_lo) {
+inline Packet<float> exp_neg_float_parts(const Packet<float>& q, const Packet<float>& q_lo, Packet<float>& n) {
   using P = Packet<float>;
   constexpr float h = kHalf ? 0.5f : 1.0f;
   const P magic = splat(detail::kRoundMagic);
-  const P n = ei::psub(ei::pmadd(q, splat(-detail::kLog2e * h), magic), magic);  // -h q = n ln2 - h s
+  n = ei::psub(ei::pmadd(q, splat(-detail::kLog2e * h), magic), magic);  // -h q = n ln2 - h s
   P s = ei::pmadd(n, splat(detail::kLn2Hi / h), q);  // exact: |n| < 256, ln2_hi has 16 bits
   s = ei::pmadd(n, splat(detail::kLn2Lo / h), s);
   if constexpr (kWithLo) s = ei::padd(s, q_lo);
-  return scale_pow2_float(detail::exp_reduced<-1, kHalf ? 1 : 0>(s), n);
+  return detail::exp_reduced<-1, kHalf ? 1 : 0>(s);
+}
+
+/// e^-(q + q_lo) as exp_neg_float_parts, applied: at most 1, so nothing overflows; subnormal
+/// results are rounded once, and q above 104 (208 with kHalf) gives 0.
+template <bool kWithLo, bool kHalf = false>
+inline Packet<float> exp_neg_float(const Packet<float>& q, const Packet<float>& q_lo) {
+  Packet<float> n;
+  const Packet<float> m = exp_neg_float_parts<kWithLo, kHalf>(q, q_lo, n);
+  return scale_pow2_float(m, n);
 }
 
 /// e^x: exp_float for float, Eigen's vectorised exp for double.
@@ -203,9 +258,10 @@ inline Packet<float> sigmoid_float(const Packet<float>& x) {
 /// z = |x| / sqrt 2 in [0, 9.5], reweighted to minimax: 8.7e-8 with float coefficients).
 /// x^2 is split exactly into q + q_lo (square_error), so e^(-x^2/2) keeps about 1 ulp in the tail. |x|
 /// is clamped to 16 (e^-128 is 0 in float), which keeps t and q finite for infinite x.
-/// Relative accuracy in the tail, where 1 + erf(x / sqrt 2) would cancel. Also returns
-/// e^(-x^2 / 2) in `gauss` (the GELU derivative's density shares it).
-inline Packet<float> half_erfc_abs(const Packet<float>& x, Packet<float>& gauss) {
+/// Relative accuracy in the tail, where 1 + erf(x / sqrt 2) would cancel. Returned as its two
+/// factors: e^(-x^2 / 2) in `gauss` (the GELU derivative's density shares it) and P(t) in `p`,
+/// so that callers can multiply x into p first.
+inline void half_erfc_abs(const Packet<float>& x, Packet<float>& gauss, Packet<float>& p) {
   using P = Packet<float>;
   // t = 1 / (1 + p z) with p = kC sqrt 2 = 0.33 (fitted with this float's exact value); p trades
   // the fit's error against the rounding error of t, which P amplifies most near z = 0.
@@ -214,14 +270,13 @@ inline Packet<float> half_erfc_abs(const Packet<float>& x, Packet<float>& gauss)
                          2.044921719e-01f, -1.762142227e-01f, 2.306355196e-01f, -6.782208036e-02f};
   const P a = abs_clamped(x, 16.0f);
   const P t = recip_float(ei::pmadd(a, splat(kC), splat(1.0f)));
-  P p = splat(c[8]);
+  p = splat(c[8]);
   for (int k = 7; k >= 0; --k) p = ei::pmadd(p, t, splat(c[k]));
   const P a_sq = ei::pmul(a, a);
   gauss = exp_neg_float<true, true>(a_sq, square_error(a, a_sq));
-  return ei::pmul(gauss, p);
 }
 
-/// Phi(x) from half_erfc_abs's E/2 = erfc(|x| / sqrt 2) / 2: E/2 for x <= 0, 1 - E/2 above.
+/// Phi(x) from E/2 = erfc(|x| / sqrt 2) / 2 (half_erfc_abs's product): E/2 for x <= 0, 1 - E/2 above.
 inline Packet<float> cdf_from_half_erfc(const Packet<float>& x, const Packet<float>& half) {
   return keep_where_not_positive(x, splat(1.0f), half);
 }
@@ -275,22 +330,39 @@ struct VecUnary<float, math::Tanh> {
   static Packet<float> packet(const Packet<float>& x) { return ei::ptanh(x); }
 };
 
-/// x Phi(x) = x/2 erfc(-x / sqrt 2): x (1 - E/2) for x >= 0 and x E/2 below, E = erfc(|x| / sqrt 2),
-/// which keeps the negative tail's relative accuracy (x/2 (1 + erf) cancels there).
+/// x Phi(x) = x/2 erfc(-x / sqrt 2) from E/2 = erfc(|x| / sqrt 2) / 2 = e^(-x^2/2) p
+/// (half_erfc_abs): the tail x E/2 = (x p) e^(-x^2/2) for x <= 0, x - x E/2 above, which keeps
+/// the negative tail's relative accuracy (x/2 (1 + erf) cancels there); x p first, so only a
+/// result below FLT_MIN is subnormal (flushed: kSubnormalsToZero). x is held at 16 in the
+/// tail's product, where E is 0, so that x = inf gives inf.
 template <>
 struct VecUnary<float, math::Gelu> {
+  static constexpr bool kSubnormalsToZero = true;
   static Packet<float> packet(const Packet<float>& x) {
-    Packet<float> gauss;
-    return ei::pmul(x, cdf_from_half_erfc(x, half_erfc_abs(x, gauss)));
+    Packet<float> gauss, p;
+    half_erfc_abs(x, gauss, p);
+    const Packet<float> tail = ei::pmul(ei::pmul(ei::pmin(x, splat(16.0f)), p), gauss);
+    return keep_where_not_positive(x, x, tail);
   }
 };
 
 /// x/2 (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as x sigmoid(2u) (the
-/// same function: 1 + tanh u = 2 / (1 + e^-2u)) so neither tail cancels.
+/// same function: 1 + tanh u = 2 / (1 + e^-2u)) so neither tail cancels: with e = e^-|2u| = m 2^n
+/// and r = 1 / (1 + e), x r for 2u >= 0 and (x (m r)) 2^n below (x (e r) rounded alike where
+/// it is normal), 2^n applied last so that only a result below FLT_MIN is subnormal (flushed:
+/// kSubnormalsToZero). Below 2u = -89.7 (x < -10.1) the result is below FLT_MIN, and m is
+/// taken as 0 there: the 2^n of |2u| held at 104 would not make it small enough.
 template <>
 struct VecUnary<float, math::GeluTanh> {
+  static constexpr bool kSubnormalsToZero = true;
   static Packet<float> packet(const Packet<float>& x) {
-    return ei::pmul(x, sigmoid_float(gelu_tanh_2u(x, ei::pmul(x, x))));
+    using P = Packet<float>;
+    const P two_u = gelu_tanh_2u(x, ei::pmul(x, x));
+    P n;
+    const P m = where_less(two_u, -89.7f, ei::pzero(x),
+                           exp_neg_float_parts<false>(abs_clamped(two_u, 104.0f), ei::pzero(x), n));
+    const P r = recip_float(ei::padd(splat(1.0f), scale_pow2_float(m, n)));
+    return where_less(two_u, 0.0f, scale_pow2_float(ei::pmul(x, ei::pmul(m, r)), n), ei::pmul(x, r));
   }
 };
 
@@ -304,22 +376,29 @@ template <typename A, typename F>
 struct VecBinary;
 
 /// g (Phi(x) + x phi(x)), Phi from erfc as in the forward and phi = e^(-x^2/2) / sqrt(2 pi)
-/// sharing its exponential.
+/// sharing its exponential, x phi(x) as (x / sqrt(2 pi)) e^(-x^2/2): it flushes to 0
+/// (kSubnormalsToZero) where e^(-x^2/2) is below FLT_MIN (x < -13.2, where the derivative is
+/// below 8e-38).
 template <>
 struct VecBinary<float, math::GeluBackward> {
+  static constexpr bool kSubnormalsToZero = true;
   static Packet<float> packet(const Packet<float>& g, const Packet<float>& x) {
     const float kInvSqrt2Pi = 0.39894228040143267794f;
-    Packet<float> gauss;
-    const Packet<float> cdf = cdf_from_half_erfc(x, half_erfc_abs(x, gauss));
-    return ei::pmul(g, ei::pmadd(x, ei::pmul(gauss, splat(kInvSqrt2Pi)), cdf));
+    Packet<float> gauss, p;
+    half_erfc_abs(x, gauss, p);
+    const Packet<float> cdf = cdf_from_half_erfc(x, ei::pmul(gauss, p));
+    return ei::pmul(g, ei::pmadd(ei::pmul(x, splat(kInvSqrt2Pi)), gauss, cdf));
   }
 };
 
 /// g * d/dx [x/2 (1 + tanh u)] = g (s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 * 0.044715 x^2)) with
 /// s = 1 / (1 + e^-2u): with e = e^-|2u| and r = 1 / (1 + e), s and 1 - s are r and e r (in
-/// the order of 2u's sign) and s (1 - s) = e r^2, each without cancellation.
+/// the order of 2u's sign) and s (1 - s) = e r^2, each without cancellation. e below FLT_MIN
+/// flushes to 0 (kSubnormalsToZero), and with it the derivative where |2u| > 87.3, which is
+/// below 3e-36 there.
 template <>
 struct VecBinary<float, math::GeluTanhBackward> {
+  static constexpr bool kSubnormalsToZero = true;
   static Packet<float> packet(const Packet<float>& g, const Packet<float>& x) {
     using P = Packet<float>;
     const float kTwoBeta = 2.0f * 0.79788456080286535588f;
@@ -342,10 +421,34 @@ inline constexpr bool has_vec_binary = requires(const Packet<A>& g, const Packet
   VecBinary<A, F>::packet(g, x);
 };
 
+/// Whether formula V (a VecUnary or VecBinary) runs with subnormal results flushed to zero.
+template <typename V>
+inline constexpr bool flushes_subnormals = requires { requires V::kSubnormalsToZero; };
+
+/// A FlushSubnormalsToZero for the formulas that ask for it, nothing for the others.
+template <typename V>
+struct SubnormalMode {
+  std::conditional_t<flushes_subnormals<V>, FlushSubnormalsToZero, std::monostate> mode;
+};
+
+/// SubnormalMode of VecUnary<A, F> where A has a vector path for F, nothing otherwise.
+template <typename A, typename F>
+struct SubnormalModeOfImpl {
+  using type = std::monostate;
+};
+template <typename A, typename F>
+  requires has_vec_unary<A, F>
+struct SubnormalModeOfImpl<A, F> {
+  using type = SubnormalMode<VecUnary<A, F>>;
+};
+template <typename A, typename F>
+using SubnormalModeOf = typename SubnormalModeOfImpl<A, F>::type;
+
 /// y[i] = F(x[i]) for i < n through VecUnary<A, F>, a packet at a time (a final partial
 /// packet padded with zeros); x and y may be the same array.
 template <typename A, typename F>
 void apply_unary(const A* x, A* y, int64_t n) {
+  [[maybe_unused]] const SubnormalMode<VecUnary<A, F>> subnormal_mode;
   constexpr int64_t kL = kLanes<A>;
   int64_t i = 0;
   for (; i + kL <= n; i += kL) ei::pstoreu(y + i, VecUnary<A, F>::packet(ei::ploadu<Packet<A>>(x + i)));
@@ -361,6 +464,7 @@ void apply_unary(const A* x, A* y, int64_t n) {
 /// y[i] = F(g[i], x[i]) for i < n through VecBinary<A, F>, a packet at a time; y may be g or x.
 template <typename A, typename F>
 void apply_binary(const A* g, const A* x, A* y, int64_t n) {
+  [[maybe_unused]] const SubnormalMode<VecBinary<A, F>> subnormal_mode;
   constexpr int64_t kL = kLanes<A>;
   int64_t i = 0;
   for (; i + kL <= n; i += kL)

@@ -4,7 +4,8 @@
 // over the whole sweep that pin down the measured accuracy; float exp within 1.2 ulp on a walk
 // over its whole range; NaN, Inf and signed zeros equal to the scalar formulas' (unary_math.h,
 // gelu_math.h); every layout and every length giving each element the same bits; 16-bit
-// inputs computed in float and rounded once. Thread-count independence is in
+// inputs computed in float and rounded once; the GELUs' results below FLT_MIN a signed zero,
+// never a subnormal. Thread-count independence is in
 // test_thread_determinism.cpp.
 #include <bit>
 #include <cmath>
@@ -12,9 +13,13 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numbers>
 #include <string>
 #include <vector>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "ops/binary_math.h"
 #include "ops/unary_math.h"
@@ -229,6 +234,65 @@ TEST_CASE("vectorised ops give the scalar formulas' NaN, Inf and signed zeros") 
   check_specials("gelu_backward", gelu_backward(grad, x), [](float v) { return math::GeluBackward{}(1.5f, v); });
   check_specials("gelu_tanh_backward", gelu_backward(grad, x, "tanh"),
                  [](float v) { return math::GeluTanhBackward{}(1.5f, v); });
+}
+
+TEST_CASE("the GELUs and their derivatives give a signed zero, never a subnormal, below FLT_MIN") {
+  // They run with subnormal results flushed to zero (vec_math.h, FlushSubnormalsToZero): on
+  // Intel cores each instruction that writes or reads a subnormal float takes a microcode
+  // assist. Every 1e-3 over the two tails where the results cross FLT_MIN: no result is
+  // subnormal; where the float64 reference is below FLT_MIN the result is a zero (or at most
+  // FLT_MIN in magnitude, within the crossing's rounding); the
+  // accuracy above FLT_MIN is the dense sweep's test above. The zero's sign is the scalar
+  // formula's (unary_math.h, binary_math.h: the erf and tanh forms, zero all over this range).
+  const std::map<std::string, std::function<float(float)>> scalar = {
+      {"gelu", [](float v) { return math::Gelu{}(v); }},
+      {"gelu_tanh", [](float v) { return math::GeluTanh{}(v); }},
+      {"gelu_backward", [](float v) { return math::GeluBackward{}(1.0f, v); }},
+      {"gelu_tanh_backward", [](float v) { return math::GeluTanhBackward{}(1.0f, v); }}};
+  std::vector<float> xs;
+  for (int64_t i = -16000; i <= -8000; ++i) xs.push_back(static_cast<float>(static_cast<double>(i) * 1e-3));
+  const auto n = static_cast<int64_t>(xs.size());
+  const Tensor x = from_vector(xs, {n});
+  for (const VecCase& c : vec_cases()) {
+    const std::string name = c.name;
+    if (!scalar.contains(name)) continue;
+    CAPTURE(name);
+    const std::vector<float> got = c.op(x).to_vector<float>();
+    int64_t subnormal = 0, zeros = 0, bad_zero = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::fpclassify(got[i]) == FP_SUBNORMAL) ++subnormal;
+      const double ref = c.ref(xs[i]);
+      if (std::fabs(ref) < std::numeric_limits<float>::min()) {
+        const float want = scalar.at(name)(xs[i]);
+        if (got[i] == 0.0f) {
+          ++zeros;
+          if (want == 0.0f && std::signbit(got[i]) != std::signbit(want)) ++bad_zero;
+        } else if (std::fabs(got[i]) > std::numeric_limits<float>::min()) {
+          ++bad_zero;
+        }
+      }
+    }
+    CHECK(subnormal == 0);
+    CHECK(bad_zero == 0);
+    CHECK(zeros > 1000);  // the tails below FLT_MIN are in the sweep
+  }
+  // fused_linear_gelu's CPU epilogue runs the same formulas: with a 1 x 1 weight of 1 and no
+  // bias, its output is gelu(x), bit for bit, both modes.
+  const Tensor column = x.reshape({n, 1}), one = from_vector(std::vector<float>{1.0f}, {1, 1});
+  for (const char* mode : {"none", "tanh"}) {
+    CAPTURE(mode);
+    CHECK(same_bits(fused_linear_gelu(column, one, Tensor(), mode).reshape({n}), gelu(x, mode)));
+  }
+#if defined(__SSE__)
+  // The flush is the op's own: the calling thread's MXCSR is as it was, and exp (which keeps
+  // its subnormal results, as PyTorch's does) still gives them.
+  const unsigned before = _mm_getcsr();
+  (void)gelu(x);
+  (void)gelu_backward(x, x, "tanh");
+  CHECK(_mm_getcsr() == before);
+#endif
+  const float e = exp(from_vector(std::vector<float>{-100.0f}, {1})).item<float>();
+  CHECK(std::fpclassify(e) == FP_SUBNORMAL);
 }
 
 TEST_CASE("a NaN beside a value near float's overflow does not change that value's result") {
