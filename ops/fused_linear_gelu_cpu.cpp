@@ -67,8 +67,6 @@ void forward_typed(const Tensor& out, const Tensor& pre, const Tensor& x, const 
     parallel_for(
         M, grain_rows,
         [&](int64_t first_row, int64_t end_row) {
-          // The formula's subnormal mode set once for the rows (apply_unary then finds it set).
-          [[maybe_unused]] const vec::SubnormalModeOf<A, Formula> subnormal_mode;
           std::array<A, kGatherBlock> buf;
           for (int64_t i = first_row; i < end_row; ++i) {
             for (int64_t j0 = 0; j0 < N; j0 += kGatherBlock) {

@@ -427,22 +427,7 @@ inline constexpr bool flushes_subnormals = requires { requires V::kSubnormalsToZ
 
 /// A FlushSubnormalsToZero for the formulas that ask for it, nothing for the others.
 template <typename V>
-struct SubnormalMode {
-  std::conditional_t<flushes_subnormals<V>, FlushSubnormalsToZero, std::monostate> mode;
-};
-
-/// SubnormalMode of VecUnary<A, F> where A has a vector path for F, nothing otherwise.
-template <typename A, typename F>
-struct SubnormalModeOfImpl {
-  using type = std::monostate;
-};
-template <typename A, typename F>
-  requires has_vec_unary<A, F>
-struct SubnormalModeOfImpl<A, F> {
-  using type = SubnormalMode<VecUnary<A, F>>;
-};
-template <typename A, typename F>
-using SubnormalModeOf = typename SubnormalModeOfImpl<A, F>::type;
+using SubnormalMode = std::conditional_t<flushes_subnormals<V>, FlushSubnormalsToZero, std::monostate>;
 
 /// y[i] = F(x[i]) for i < n through VecUnary<A, F>, a packet at a time (a final partial
 /// packet padded with zeros); x and y may be the same array.
