@@ -8,7 +8,9 @@
 // --cblas PATH adds any other library that exports cblas_sgemm (e.g. PyTorch's libtorch_cpu.so,
 // whose MKL is the GEMM PyTorch's CPU linear runs), so it is timed in the same process.
 // "onednn +bias" is oneDNN's sgemm as a bias-carrying tile would run it: the bias written
-// into the output first, then sgemm with beta = 1.
+// into the output first, then sgemm with beta = 1. "kiln linear" runs Kiln's rule for the
+// oneDNN tile kernel (ops/cpu/onednn_matmul.h); "kiln linear prim" and "kiln linear sgemm"
+// force the matmul primitive and sgemm on every tile.
 //
 //   cpu_blas [--shapes 64x1024x4096,1024x1024x4096] [--threads n] [--repeats 9] [--cblas PATH ...]
 #include <dlfcn.h>
@@ -20,6 +22,7 @@
 
 #include "bench/bench_util.h"
 #include "ops/cpu/gemm_tiled.h"
+#include "ops/cpu/onednn_matmul.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -180,6 +183,15 @@ int main(int argc, char** argv) {
     RowMajor eout(m, n);
     bench::Turns turns;
     turns.add("kiln linear", 1, [&] { lin = linear(x, w, bias); });
+    Tensor lin_forced[2];
+    const cpu::OnednnTileKernel forced_kernels[2] = {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm};
+    const char* forced_names[2] = {"kiln linear prim", "kiln linear sgemm"};
+    for (int f = 0; f < 2; ++f)
+      turns.add(forced_names[f], 1, [&, f] {
+        cpu::onednn_matmul_force_kernel_for_testing(forced_kernels[f]);
+        lin_forced[f] = linear(x, w, bias);
+        cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
+      });
     turns.add("kiln mm", 1, [&] { prod = mm(x, wt); });
     turns.add("eigen", 1, [&] { eout.noalias() = ex * ew.transpose(); });
     std::vector<std::vector<float>> outs(libs.size(), std::vector<float>(static_cast<size_t>(m * n)));
@@ -198,6 +210,16 @@ int main(int argc, char** argv) {
     {
       const Tensor again = linear(x, w, bias);
       row("kiln linear", nullptr, std::memcmp(again.data_ptr(), lin.data_ptr(), size_t(m * n) * 4) == 0);
+      for (int f = 0; f < 2; ++f) {  // diff against Kiln's own linear (both carry the bias)
+        cpu::onednn_matmul_force_kernel_for_testing(forced_kernels[f]);
+        const Tensor forced_again = linear(x, w, bias);
+        cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
+        const double s = turns.median_ns(forced_names[f]) * 1e-9;
+        fmt::print("{:>18}  {:>9.3f}  {:>9.1f}  {:>8}  {:>9.2e}\n", forced_names[f], s * 1e3, flops / s / 1e9,
+                   std::memcmp(forced_again.data_ptr(), lin_forced[f].data_ptr(), size_t(m * n) * 4) == 0 ? "yes"
+                                                                                                       : "NO",
+                   max_abs_diff(lin_forced[f].data_ptr<float>(), lin.data_ptr<float>(), m * n));
+      }
       const Tensor again_mm = mm(x, wt);
       row("kiln mm", nullptr, std::memcmp(again_mm.data_ptr(), ref, size_t(m * n) * 4) == 0);
       RowMajor e2(m, n);

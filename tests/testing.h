@@ -202,4 +202,14 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// low-precision inputs computed exactly, e.g. an identity op).
 inline double round_to(double v, DType dtype) { return from_vector<double>({v}).to(dtype).item<double>(); }
 
+/// The message of the kiln::Error f throws ("no error" when it returns; other exceptions propagate).
+inline std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 }  // namespace kiln::testing

@@ -16,9 +16,13 @@
 // `repeats` calls of one side and then of the other (the first side alternates by round), a
 // call timed alone on the steady clock; each round keeps each side's median. Printed: the
 // median over rounds of each side, their ratio (below 1: Kiln faster), the range of the
-// per-round ratios and in how many rounds Kiln was faster.
+// per-round ratios and in how many rounds Kiln was faster. `--kiln-kernels auto,primitive`
+// times Kiln once per named oneDNN tile kernel (auto: the library's rule; primitive, sgemm:
+// forced, ops/cpu/onednn_matmul.h), all contenders taking turns in each round (the first
+// rotating), each Kiln line with its own ratio to LibTorch: an A/B of the kernels in one process.
 //
 //   side_by_side_cpu [--threads 1,16] [--rounds 7] [--repeats 9] [--rows linear,mlp]
+//                    [--kiln-kernels auto]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -93,11 +97,27 @@ int main(int argc, char** argv) {
   std::vector<int> threads = {1, all};
   int rounds = 7, repeats = 9;
   std::string kinds = "linear,mlp";
+  std::vector<std::string> kernels = {"auto"};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = parse_ints(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rows")) kinds = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--kiln-kernels")) {
+      kernels.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string name; std::getline(list, name, ',');) kernels.push_back(name);
+    }
+  }
+  for (const std::string& name : kernels)
+    if (!c::kiln_set_tile_kernel(name.c_str())) {
+      std::fprintf(stderr, "side_by_side_cpu: --kiln-kernels takes auto, primitive and sgemm, got '%s'\n",
+                   name.c_str());
+      return 2;
+    }
+  if (kernels.empty()) {
+    std::fprintf(stderr, "side_by_side_cpu: --kiln-kernels needs at least one kernel\n");
+    return 2;
   }
   if (rounds < 1 || repeats < 1 || threads.empty() ||
       std::any_of(threads.begin(), threads.end(), [](int t) { return t < 1; })) {
@@ -116,7 +136,7 @@ int main(int argc, char** argv) {
   std::printf("side_by_side_cpu: %s\n", c::torch_description());
   std::printf("float32, forward, no autograd; %d rounds x %d calls per side, sides alternating first; ms\n", rounds,
               repeats);
-  std::printf("%-28s %7s %7s %10s %10s %8s %15s %8s %9s\n", "row", "threads", "seen", "Kiln ms", "torch ms",
+  std::printf("%-40s %7s %7s %10s %10s %8s %15s %8s %9s\n", "row", "threads", "seen", "Kiln ms", "torch ms",
               "ratio", "round ratios", "Kiln won", "max diff");
   int failures = 0;
   for (int t : threads) {
@@ -125,13 +145,18 @@ int main(int argc, char** argv) {
       const c::Operands ops = make_operands(row, 17);
       c::kiln_setup(ops);
       c::torch_setup(ops);
-      const std::vector<float> a = c::kiln_output(), b = c::torch_output();
-      double diff = 0, scale = 0;
-      for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-        diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
-        scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+      const std::vector<float> b = c::torch_output();
+      double rel = 0;  // the largest over Kiln's kernels
+      for (const std::string& kernel : kernels) {
+        c::kiln_set_tile_kernel(kernel.c_str());
+        const std::vector<float> a = c::kiln_output();
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+          diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+          scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+        }
+        rel = std::max(rel, a.size() == b.size() && scale > 0 ? diff / scale : INFINITY);
       }
-      const double rel = a.size() == b.size() && scale > 0 ? diff / scale : INFINITY;
       char label[64];
       if (row.hidden)
         std::snprintf(label, sizeof label, "mlp block%s, batch %lld", row.wide ? " wide" : "",
@@ -144,30 +169,42 @@ int main(int argc, char** argv) {
         ++failures;
         continue;
       }
-      for (int w = 0; w < 2; ++w) c::kiln_call(), c::torch_call();  // warm-up: caches, JIT kernels
-      std::vector<double> kiln_ms, torch_ms, ratios;
+      // Contenders 0 .. kernels - 1: Kiln on each kernel; the last: LibTorch.
+      const size_t sides = kernels.size() + 1;
+      const auto call = [&](size_t side) {
+        if (side + 1 == sides) return c::torch_call();
+        c::kiln_set_tile_kernel(kernels[side].c_str());
+        c::kiln_call();
+      };
+      for (int w = 0; w < 2; ++w)
+        for (size_t side = 0; side < sides; ++side) call(side);  // warm-up: caches, JIT kernels
+      std::vector<std::vector<double>> ms(sides), ratios(kernels.size());
       for (int r = 0; r < rounds; ++r) {
-        double k = 0, p = 0;
-        if (r % 2 == 0) {
-          k = median_ms(c::kiln_call, repeats);
-          p = median_ms(c::torch_call, repeats);
-        } else {
-          p = median_ms(c::torch_call, repeats);
-          k = median_ms(c::kiln_call, repeats);
+        std::vector<double> round_ms(sides);
+        for (size_t j = 0; j < sides; ++j) {
+          const size_t side = (j + static_cast<size_t>(r)) % sides;
+          round_ms[side] = median_ms([&] { call(side); }, repeats);
         }
-        kiln_ms.push_back(k), torch_ms.push_back(p), ratios.push_back(k / p);
+        for (size_t side = 0; side < sides; ++side) ms[side].push_back(round_ms[side]);
+        for (size_t k = 0; k < kernels.size(); ++k) ratios[k].push_back(round_ms[k] / round_ms.back());
       }
-      const double km = median(kiln_ms), tm = median(torch_ms);
-      const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-      const long won = std::count_if(ratios.begin(), ratios.end(), [](double x) { return x < 1; });
-      char range[32], seen[16];
-      std::snprintf(range, sizeof range, "%.2f-%.2f", *lo, *hi);
-      std::snprintf(seen, sizeof seen, "%d/%d", kiln_seen, torch_seen);
-      std::printf("%-28s %7d %7s %10.3f %10.3f %8.3f %15s %5ld/%-2d %9.1e\n", label, t, seen, km, tm, km / tm, range, won,
-                  rounds, rel);
-      std::printf("RESULT cpu_%s_m%lld_k%lld_n%lld_t%d kiln_ms %.4f torch_ms %.4f ratio %.4f\n", row.name,
-                  static_cast<long long>(row.m), static_cast<long long>(row.k), static_cast<long long>(row.n), t, km, tm,
-                  km / tm);
+      const double tm = median(ms.back());
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        const double km = median(ms[k]);
+        const auto [lo, hi] = std::minmax_element(ratios[k].begin(), ratios[k].end());
+        const long won = std::count_if(ratios[k].begin(), ratios[k].end(), [](double x) { return x < 1; });
+        char range[32], seen[16], name[96];
+        std::snprintf(range, sizeof range, "%.2f-%.2f", *lo, *hi);
+        std::snprintf(seen, sizeof seen, "%d/%d", kiln_seen, torch_seen);
+        std::snprintf(name, sizeof name, "%s%s%s%s", label, kernels[k] == "auto" ? "" : " [",
+                      kernels[k] == "auto" ? "" : kernels[k].c_str(), kernels[k] == "auto" ? "" : "]");
+        std::printf("%-40s %7d %7s %10.3f %10.3f %8.3f %15s %5ld/%-2d %9.1e\n", name, t, seen, km, tm, km / tm, range,
+                    won, rounds, rel);
+        std::printf("RESULT cpu_%s_m%lld_k%lld_n%lld_t%d%s%s kiln_ms %.4f torch_ms %.4f ratio %.4f\n", row.name,
+                    static_cast<long long>(row.m), static_cast<long long>(row.k), static_cast<long long>(row.n), t,
+                    kernels[k] == "auto" ? "" : "_", kernels[k] == "auto" ? "" : kernels[k].c_str(), km, tm, km / tm);
+      }
+      c::kiln_set_tile_kernel("auto");
       std::fflush(stdout);
     }
   }

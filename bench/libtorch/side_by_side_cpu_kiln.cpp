@@ -3,8 +3,11 @@
 #include <kiln/kiln.h>
 #include <omp.h>
 
+#include <cstring>
 #include <optional>
 
+// An internal header of the source tree (not installed): the tile kernel hook.
+#include "../../ops/cpu/onednn_matmul.h"
 #include "side_by_side_cpu.h"
 
 namespace side_by_side::cpu {
@@ -45,6 +48,15 @@ void kiln_call() {
 std::vector<float> kiln_output() {
   kiln_call();
   return g_row->y.contiguous().to_vector<float>();
+}
+
+bool kiln_set_tile_kernel(const char* name) {
+  using kiln::cpu::OnednnTileKernel;
+  if (!std::strcmp(name, "auto")) kiln::cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
+  else if (!std::strcmp(name, "primitive")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Matmul);
+  else if (!std::strcmp(name, "sgemm")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Sgemm);
+  else return false;
+  return true;
 }
 
 int kiln_set_threads(int threads) {

@@ -4,8 +4,8 @@
 // dimension and re-decides its blocking per thread count; at linear's small M (64 rows) it
 // barely scaled past one core. Here Kiln owns the parallel loop: the output is cut into tiles
 // sized from M, N, K and the thread count, OpenMP threads take whole tiles (first come, first
-// served), and each tile calls oneDNN's matmul primitive (float: onednn_matmul.h, one thread,
-// the bias or beta applied by the primitive) or Eigen's sequential GEMM driver
+// served), and each tile calls oneDNN (float: onednn_matmul.h, one thread; the matmul
+// primitive applying the bias or beta itself, or on Intel CPUs for large tiles sgemm) or Eigen's sequential GEMM driver
 // (internal::general_matrix_matrix_product with no parallel info) once per chunk of K. Chunks
 // are never longer than Eigen's kc, so Eigen never splits them further: an output element is
 // the bias (or beta * out, or 0), then plus alpha times each chunk's dot product in chunk
@@ -184,7 +184,8 @@ void run_tiles(T* out, const Operand<T>& a, const Operand<T>& b, int64_t N, int6
 
 const char* gemm_backend() {
 #ifdef KILN_WITH_ONEDNN
-  return "oneDNN matmul primitive (float, 16-bit) and Eigen (double) on Kiln's tiles";
+  return "oneDNN (matmul primitive; sgemm on Intel CPUs for tiles with every edge >= 1024) for float and 16-bit, "
+         "Eigen for double, on Kiln's tiles";
 #else
   return "Eigen on Kiln's tiles";
 #endif

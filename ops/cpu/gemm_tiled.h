@@ -2,11 +2,12 @@
 // the matrix sizes and the thread count (chosen by a cost model per tile: the grid with the
 // shortest estimated time on those threads; one thread always takes the whole product in one
 // call), OpenMP threads take whole tiles, and each tile runs a single-threaded GEMM kernel
-// (oneDNN's matmul primitive for float, Eigen's over fixed chunks of K for double). For a
+// (oneDNN's for float: its matmul primitive, or its sgemm for large tiles on Intel CPUs,
+// onednn_matmul.h; Eigen's over fixed chunks of K for double). For a
 // given thread count every output element is therefore summed in one order, on whichever
 // thread takes its tile; another thread count may cut other tiles and change the last digits.
 // The bias (or beta term) is applied to each tile by the thread that computes it (by the
-// oneDNN primitive itself, or written into the tile before Eigen's first product), instead
+// oneDNN primitive itself, or written into the tile before sgemm's or Eigen's first product), instead
 // of in a separate pass over the output.
 #pragma once
 

@@ -1,5 +1,6 @@
 // oneDNN matmul primitives for the CPU GEMM's float tiles (onednn_matmul.h says why), built
-// once per tile shape and layout and kept in a process-wide cache.
+// once per tile shape and layout and kept in a process-wide cache; and oneDNN's sgemm for the
+// large tiles of Intel CPUs (the bias written into the tile first, then beta = 1).
 //
 // Each primitive is made for one thread (the OpenMP thread setting is 1 while it is built and
 // while it runs: oneDNN reads it for its work split), uses a scratchpad the calling thread
@@ -13,11 +14,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
@@ -91,7 +94,7 @@ class OneThread {
 };
 
 // Faults injected by onednn_matmul_inject_fault_for_testing, each taken by one event.
-std::atomic<int> injected_build_faults{0}, injected_scratchpad_faults{0};
+std::atomic<int> injected_build_faults{0}, injected_scratchpad_faults{0}, injected_sgemm_faults{0};
 
 bool take_fault(std::atomic<int>& pending) {
   int n = pending.load(std::memory_order_relaxed);
@@ -179,12 +182,73 @@ void* scratchpad(size_t bytes) {
   return buffer.data;
 }
 
+// The forced kernel (onednn_matmul_force_kernel_for_testing): -1 none, else the enum's value.
+std::atomic<int> forced_kernel{-1};
+
+bool intel_cpu() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
+
+// How dnnl_sgemm reads a row-major operand of rows x cols: 'N' with the row stride as its
+// leading dimension, or 'T' (stored column-major) with the column stride; 0 when it cannot.
+struct SgemmOperand {
+  char trans;
+  int64_t ld;
+};
+SgemmOperand sgemm_operand(const FloatOperand& m, int64_t rows, int64_t cols) {
+  if (m.col_stride == 1 && m.row_stride >= std::max<int64_t>(cols, 1)) return {'N', m.row_stride};
+  if (m.row_stride == 1 && m.col_stride >= std::max<int64_t>(rows, 1)) return {'T', m.col_stride};
+  return {0, 0};
+}
+
+// out = alpha * a @ b + (bias ? bias : beta * out) through dnnl_sgemm on one thread (the
+// caller's OneThread): the bias is written into the tile first and summed into with beta = 1.
+void sgemm_tile(float* out, int64_t ldo, const FloatOperand& a, SgemmOperand sa, const FloatOperand& b,
+                SgemmOperand sb, int64_t mt, int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
+  if (bias) {
+    for (int64_t i = 0; i < mt; ++i) std::copy(bias, bias + nt, out + i * ldo);
+    beta = 1.0f;
+  }
+  const dnnl_status_t status = take_fault(injected_sgemm_faults)
+                                   ? dnnl_runtime_error
+                                   : dnnl_sgemm(sa.trans, sb.trans, mt, nt, K, alpha, a.data, sa.ld, b.data, sb.ld,
+                                                beta, out, ldo);
+  KILN_CHECK(status == dnnl_success,
+             "matmul: oneDNN's sgemm failed (status {}) on a {}x{}x{} tile (strides a {}x{}, b {}x{}, out {})",
+             static_cast<int>(status), mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo);
+}
+
 }  // namespace
+
+OnednnTileKernel onednn_tile_kernel(int64_t mt, int64_t nt, int64_t K) {
+  const int forced = forced_kernel.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<OnednnTileKernel>(forced);
+  // Measured on two H200 hosts' Xeons (BENCHMARKS.md 9, 2026-12-04, one thread, in one
+  // process): sgemm 6% faster than the primitive at linear (1024,4096,1024), 0-7% at
+  // (1024,1024,4096), 8% at 2048^3; within -0.5..+2.5% of it with an edge of 512; 30-40%
+  // slower at 64 rows. (On the AMD development VM it was even at 1024 rows, slower at 64.)
+  constexpr int64_t kMinEdge = 1024;
+  return intel_cpu() && mt >= kMinEdge && nt >= kMinEdge && K >= kMinEdge ? OnednnTileKernel::Sgemm
+                                                                         : OnednnTileKernel::Matmul;
+}
 
 void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
                         int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
   KILN_INTERNAL_ASSERT(mt >= 1 && nt >= 1 && K >= 1, "onednn_matmul_tile: empty tile {}x{}x{}", mt, nt, K);
   KILN_INTERNAL_ASSERT(!bias || alpha == 1.0f, "onednn_matmul_tile: a bias with alpha {}", alpha);
+  if (onednn_tile_kernel(mt, nt, K) == OnednnTileKernel::Sgemm) {
+    const SgemmOperand sa = sgemm_operand(a, mt, K), sb = sgemm_operand(b, K, nt);
+    if (sa.trans != 0 && sb.trans != 0) {
+      OneThread one_thread;
+      sgemm_tile(out, ldo, a, sa, b, sb, mt, nt, K, alpha, beta, bias);
+      return;
+    }
+  }
   Key k{mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo, bits_of(alpha), 0, false, false};
   if (bias) {
     k.has_bias = true;
@@ -221,14 +285,30 @@ int64_t onednn_matmul_cached_primitives() { return cache().size(); }
 int64_t onednn_matmul_thread_scratchpad_bytes() { return static_cast<int64_t>(scratchpad_buffer.size); }
 
 void onednn_matmul_inject_fault_for_testing(OnednnFault fault) {
-  ++(fault == OnednnFault::PrimitiveBuild ? injected_build_faults : injected_scratchpad_faults);
+  switch (fault) {
+    case OnednnFault::PrimitiveBuild: ++injected_build_faults; return;
+    case OnednnFault::Scratchpad: ++injected_scratchpad_faults; return;
+    case OnednnFault::Sgemm: ++injected_sgemm_faults; return;
+  }
+}
+
+void onednn_matmul_force_kernel_for_testing(std::optional<OnednnTileKernel> kernel) {
+  forced_kernel.store(kernel ? static_cast<int>(*kernel) : -1, std::memory_order_relaxed);
 }
 
 }  // namespace kiln::cpu
 
 #else  // without oneDNN: nothing calls the tile, and the cache is empty
 
+#include "../../core/error.h"
+
 namespace kiln::cpu {
+void onednn_matmul_tile(float*, int64_t, const FloatOperand&, const FloatOperand&, int64_t, int64_t, int64_t, float,
+                        float, const float*) {
+  KILN_FAIL("matmul: this build has no oneDNN tiles (KILN_ONEDNN off or libdnnl missing)");
+}
+OnednnTileKernel onednn_tile_kernel(int64_t, int64_t, int64_t) { return OnednnTileKernel::Matmul; }
+void onednn_matmul_force_kernel_for_testing(std::optional<OnednnTileKernel>) {}
 int64_t onednn_matmul_cached_primitives() { return 0; }
 int64_t onednn_matmul_thread_scratchpad_bytes() { return 0; }
 void onednn_matmul_inject_fault_for_testing(OnednnFault) {}

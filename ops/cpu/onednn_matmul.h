@@ -1,4 +1,5 @@
-// One float tile of the CPU GEMM through oneDNN's matmul primitive, on the calling thread.
+// One float tile of the CPU GEMM through oneDNN, on the calling thread: its matmul primitive
+// for most tiles, its sgemm for large tiles on Intel CPUs.
 //
 // Why the primitive and not dnnl_sgemm (the tile kernel before 2026-12-03): oneDNN 2.6's
 // matmul primitive runs its brgemm kernels (`brg:avx512_core` on AVX-512 machines), which on
@@ -7,9 +8,18 @@
 // is built once per tile shape and layout (its kernels are generated code) and kept in a
 // process-wide cache; each call wraps the caller's buffers and runs it single-threaded, so a
 // tile's bits depend on its shape and layout only, on whichever thread runs it.
+//
+// Why sgemm after all for large tiles on Intel (2026-12-04): on the H200 hosts' Xeons (Emerald
+// Rapids) oneDNN's sgemm (`gemm:jit`) ran one-thread tiles with every edge 1024 or more 0-8%
+// faster than the brgemm primitive, which lost to MKL (PyTorch's GEMM) by about that much at
+// linear (1024,4096,1024); with an edge of 512 the two were even, at 64 rows sgemm was 30-40%
+// slower, and on AMD EPYC VMs it was even or slower (BENCHMARKS.md 9). So the kernel is
+// chosen by the CPU's vendor and the tile's sizes (onednn_tile_kernel), never by timing: the
+// bits still depend on the tile alone.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace kiln::cpu {
 
@@ -19,11 +29,21 @@ struct FloatOperand {
   int64_t row_stride, col_stride;
 };
 
+/// The two oneDNN kernels a float tile can run on.
+enum class OnednnTileKernel : uint8_t {
+  Matmul,  ///< the matmul primitive (brgemm on AVX-512), the bias and beta applied by it
+  Sgemm,   ///< dnnl_sgemm (`gemm:jit`), the bias written into the tile first
+};
+
+/// The kernel onednn_matmul_tile runs an mt x nt x K tile with: Sgemm for tiles of at least
+/// 1024 x 1024 x 1024 on Intel CPUs, Matmul otherwise (and for operands sgemm cannot read).
+OnednnTileKernel onednn_tile_kernel(int64_t mt, int64_t nt, int64_t K);
+
 /// out (mt x nt, row stride ldo) = alpha * a (mt x K) @ b (K x nt) + (bias ? bias[0..nt)
-/// broadcast over the rows : beta * out), single-threaded, through oneDNN's matmul primitive
-/// (KILN_ONEDNN builds only). beta == 0 ignores out's contents. K must be at least 1, and a
-/// bias needs alpha == 1 (oneDNN would scale it). Throws kiln::Error naming the tile when
-/// oneDNN refuses it.
+/// broadcast over the rows : beta * out), single-threaded, through oneDNN (KILN_ONEDNN builds
+/// only; the kernel: onednn_tile_kernel). beta == 0 ignores out's contents. K must be at
+/// least 1, and a bias needs alpha == 1 (oneDNN's primitive would scale it). Throws
+/// kiln::Error naming the tile when oneDNN refuses it.
 void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
                         int64_t nt, int64_t K, float alpha, float beta, const float* bias);
 
@@ -38,10 +58,15 @@ int64_t onednn_matmul_thread_scratchpad_bytes();
 enum class OnednnFault {
   PrimitiveBuild,  ///< oneDNN refuses a tile shape that is not cached yet
   Scratchpad,      ///< a thread's scratchpad cannot grow (aligned_alloc returns nullptr)
+  Sgemm,           ///< dnnl_sgemm returns an error status
 };
 
 /// Test hook: the next such event on any thread fails as the real failure would, so the
 /// error paths can be tested. Does nothing in builds without oneDNN.
 void onednn_matmul_inject_fault_for_testing(OnednnFault fault);
+
+/// Test and benchmark hook: every tile runs on `kernel` (nullopt: onednn_tile_kernel's rule
+/// again), where the operands allow it. Process-wide; not for use while tiles run.
+void onednn_matmul_force_kernel_for_testing(std::optional<OnednnTileKernel> kernel);
 
 }  // namespace kiln::cpu

@@ -16,6 +16,7 @@
 
 #include "ops/cpu/gemm_tiled.h"
 #include "ops/cpu/onednn_matmul.h"
+#include "onednn_tiles.h"
 #include "ops/kernels.h"
 #include "testing.h"
 #include "thread_count_guard.h"
@@ -323,23 +324,6 @@ TEST_CASE("the tiled GEMM with K = 0 writes the bias, zeros or beta * out into e
     check_kernel(a, b, 1.0, is_floating(dt) ? 0.5 : 2.0, Tensor(), true);
   }
 }
-
-namespace {
-
-// Whether this build runs the float tiles through oneDNN (KILN_ONEDNN with libdnnl found).
-bool onednn_tiles() { return std::string(cpu::gemm_backend()).find("oneDNN") != std::string::npos; }
-
-// What f throws as a kiln::Error ("no error" when it returns; other exceptions propagate).
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-}  // namespace
 
 TEST_CASE("the float tiles: beta = 0 ignores NaN in out, and one primitive serves every call of a tile shape") {
   manual_seed(176);
