@@ -77,8 +77,9 @@ int main(int argc, char** argv) {
   std::printf("side_by_side_fused_mlp: MLP 1024 -> 4096 (exact GELU) -> 1024, forward; %s (%.2f TB/s), LibTorch %s; "
               "%d rounds x %d calls over %d weight sets\n",
               prop.name, bandwidth / 1e12, m::torch_version_string(), rounds, calls, sets);
-  std::printf("%-9s %6s %9s %9s %9s | %9s %9s %9s | %8s %8s %8s %8s\n", "dtype", "batch", "kiln eag", "kiln fus",
-              "kiln f+g", "lt eager", "lt addact", "lt graph", "fus/lt", "f+g/ltg", "floor us", "rel.err");
+  std::printf("%-9s %6s %9s %9s %9s | %9s %9s %9s | %8s %8s %8s %8s | %9s %8s\n", "dtype", "batch", "kiln eag",
+              "kiln fus", "kiln f+g", "lt eager", "lt addact", "lt graph", "fus/lt", "f+g/ltg", "floor us", "rel.err",
+              "fus noPDL", "nPDL/lt");
   for (const std::string& dtype : dtypes) {
     const double element = dtype == "bfloat16" ? 2 : 4;
     for (int64_t batch : batches) {
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
           [](int s) { m::kiln_call(m::KilnVariant::FusedCudaGraph, s); },
           [](int s) { m::torch_call(m::TorchVariant::Eager, s); },
           [](int s) { m::torch_call(m::TorchVariant::AddmmActivation, s); },
-          [](int s) { m::torch_call(m::TorchVariant::CudaGraph, s); }};
+          [](int s) { m::torch_call(m::TorchVariant::CudaGraph, s); },
+          [](int s) { m::kiln_call(m::KilnVariant::FusedNoPdl, s); }};
       for (const auto& v : variants) (void)time_calls(v, calls, sets);  // warm-up: caches, plans
       std::vector<std::vector<double>> us(variants.size());
       for (int r = 0; r < rounds; ++r)
@@ -100,11 +102,11 @@ int main(int argc, char** argv) {
       for (const auto& u : us) med.push_back(median(u));
       const double weight_bytes = 2.0 * 4096 * 1024 * element;
       const double floor_us = 1e6 * (weight_bytes + element * batch * (1024 + 1024)) / bandwidth;
-      std::printf("%-9s %6lld %9.1f %9.1f %9.1f | %9.1f %9.1f %9.1f | %8.2f %8.2f %8.1f %8.1e\n", dtype.c_str(),
-                  static_cast<long long>(batch), med[0], med[1], med[2], med[3], med[4], med[5], med[1] / med[3],
-                  med[2] / med[5], floor_us, err);
-      const char* names[] = {"kiln_eager", "kiln_fused", "kiln_fused_graph", "libtorch_eager", "libtorch_addmm_act",
-                             "libtorch_graph"};
+      std::printf("%-9s %6lld %9.1f %9.1f %9.1f | %9.1f %9.1f %9.1f | %8.3f %8.2f %8.1f %8.1e | %9.1f %8.3f\n",
+                  dtype.c_str(), static_cast<long long>(batch), med[0], med[1], med[2], med[3], med[4], med[5],
+                  med[1] / med[3], med[2] / med[5], floor_us, err, med[6], med[6] / med[3]);
+      const char* names[] = {"kiln_eager",     "kiln_fused",         "kiln_fused_graph", "libtorch_eager",
+                             "libtorch_addmm_act", "libtorch_graph", "kiln_fused_no_pdl"};
       for (size_t v = 0; v < med.size(); ++v)
         std::printf("RESULT mlp_%s_b%lld_%s_us %.2f\n", dtype.c_str(), static_cast<long long>(batch), names[v], med[v]);
       std::fflush(stdout);
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("(fus/lt: Kiln fused / LibTorch eager; f+g/ltg: Kiln fused + CUDA graph / LibTorch CUDA graph; "
-              "below 1 is Kiln faster. lt addact: _addmm_activation, tanh GELU)\n");
+              "below 1 is Kiln faster. lt addact: _addmm_activation, tanh GELU. fus noPDL: Kiln fused with the sm_90a "
+              "linear+GELU kernel launched without programmatic dependent launch)\n");
   return 0;
 }

@@ -10,8 +10,9 @@
 
 namespace side_by_side::mlp {
 
-/// Kiln's variants of one block call.
-enum class KilnVariant { Eager, Fused, FusedCudaGraph };
+/// Kiln's variants of one block call (FusedNoPdl: Fused with the sm_90a linear+GELU kernel
+/// launched without programmatic dependent launch, to measure what that saves).
+enum class KilnVariant { Eager, Fused, FusedCudaGraph, FusedNoPdl };
 /// LibTorch's variants: linear, gelu, linear; _addmm_activation (cuBLASLt's GELU epilogue) then
 /// addmm; and the eager block replayed as a CUDA graph (at::cuda::CUDAGraph).
 enum class TorchVariant { Eager, AddmmActivation, CudaGraph };

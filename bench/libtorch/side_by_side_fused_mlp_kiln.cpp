@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+// An internal header of the source tree (not installed): the sm_90a kernel's launch hook.
+#include "../../ops/cuda/sm90_linear_gelu.h"
 #include "side_by_side_fused_mlp.h"
 
 namespace side_by_side::mlp {
@@ -52,6 +54,11 @@ void kiln_call(KilnVariant variant, int set) {
   switch (variant) {
     case KilnVariant::Eager: (void)b.model(b.x); break;
     case KilnVariant::Fused: (void)(*b.fused)({b.x}); break;
+    case KilnVariant::FusedNoPdl:
+      kiln::cuda_kernels::sm90_linear_gelu_programmatic_launch_for_testing(false);
+      (void)(*b.fused)({b.x});
+      kiln::cuda_kernels::sm90_linear_gelu_programmatic_launch_for_testing(true);
+      break;
     case KilnVariant::FusedCudaGraph: (void)(*b.cuda_graph)({b.graph_input}); break;
   }
 }

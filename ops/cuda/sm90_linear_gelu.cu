@@ -204,6 +204,12 @@ bool device_ready(int device) {
 
 }  // namespace
 
+namespace {
+/// Whether launches carry the programmatic-dependent-launch attribute (benchmarks switch it off
+/// to measure what it saves: sm90_linear_gelu_programmatic_launch_for_testing).
+std::atomic<bool> programmatic_launch{true};
+}  // namespace
+
 /// Enqueues the kernel in configuration Cfg (args already accepted by supported()).
 template <class Cfg>
 void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
@@ -256,13 +262,24 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
   config.blockDim = dim3(Cfg::kThreads);
   config.dynamicSmemBytes = Cfg::kDynamicSmem;
   config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = Cfg::kCluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = Cfg::kCluster > 1 ? 1 : 0;
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
+  if (Cfg::kCluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = Cfg::kCluster;
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  // Programmatic dependent launch (the kernel waits in griddepcontrol.wait before touching
+  // global memory): its CTAs launch and set up while the previous kernel drains.
+  if (programmatic_launch.load(std::memory_order_relaxed)) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  config.attrs = attributes;
+  config.numAttrs = count;
   CUDA_CHECK(cudaLaunchKernelEx(&config, linear_gelu_kernel<Cfg>, map_x, map_w, map_out, map_pre, p));
 }
 
@@ -440,6 +457,10 @@ bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& a) {
 
 void sm90_linear_gelu(const Sm90LinearGeluArgs& args, cudaStream_t stream) {
   sm90::launch_variant(args, stream, sm90::choose_variant(args));
+}
+
+void sm90_linear_gelu_programmatic_launch_for_testing(bool enabled) {
+  sm90::programmatic_launch.store(enabled, std::memory_order_relaxed);
 }
 
 }  // namespace kiln::cuda_kernels

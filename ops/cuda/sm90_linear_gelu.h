@@ -38,6 +38,12 @@ struct Sm90LinearGeluArgs {
 bool sm90_linear_gelu_supported(const Sm90LinearGeluArgs& args);
 
 /// Enqueues the kernel on `stream` (the current device's); call only when supported() said yes.
+/// The launch is a programmatic dependent one: the kernel's CTAs start and set up while the
+/// previous kernel in the stream drains, and wait for it before touching global memory.
 void sm90_linear_gelu(const Sm90LinearGeluArgs& args, cudaStream_t stream);
+
+/// Benchmark and test hook: launches without (false) or with (true, the default) the
+/// programmatic-dependent-launch attribute. Process-wide.
+void sm90_linear_gelu_programmatic_launch_for_testing(bool enabled);
 
 }  // namespace kiln::cuda_kernels

@@ -132,6 +132,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   }
   if constexpr (Cfg::kCluster > 1) cluster_sync();
   else __syncthreads();
+  // Programmatic dependent launch: the CTA may have started while the previous kernel in the
+  // stream still runs (its launch and the barrier set-up above overlap that kernel's tail);
+  // nothing global is read or written before the previous kernel has finished. A no-op for a
+  // launch without the attribute.
+  griddepcontrol_wait();
   KILN_SM90_TIMING(if (p.bench_timing != nullptr && threadIdx.x == 0) {
     p.bench_timing[blockIdx.x * kTimingSlots] = clock64();
     p.bench_timing[blockIdx.x * kTimingSlots + 1] = global_timer_ns();
