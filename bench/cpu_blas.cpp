@@ -186,12 +186,11 @@ int main(int argc, char** argv) {
     Tensor lin_forced[2];
     const cpu::OnednnTileKernel forced_kernels[2] = {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm};
     const char* forced_names[2] = {"kiln linear prim", "kiln linear sgemm"};
-    for (int f = 0; f < 2; ++f)
-      turns.add(forced_names[f], 1, [&, f] {
-        cpu::onednn_matmul_force_kernel_for_testing(forced_kernels[f]);
-        lin_forced[f] = linear(x, w, bias);
-        cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
-      });
+    const auto forced_linear = [&](int f) {
+      const cpu::ScopedOnednnTileKernel forced(forced_kernels[f]);
+      return linear(x, w, bias);
+    };
+    for (int f = 0; f < 2; ++f) turns.add(forced_names[f], 1, [&, f] { lin_forced[f] = forced_linear(f); });
     turns.add("kiln mm", 1, [&] { prod = mm(x, wt); });
     turns.add("eigen", 1, [&] { eout.noalias() = ex * ew.transpose(); });
     std::vector<std::vector<float>> outs(libs.size(), std::vector<float>(static_cast<size_t>(m * n)));
@@ -202,23 +201,20 @@ int main(int argc, char** argv) {
     fmt::print("M={} K={} N={}\n{:>18}  {:>9}  {:>9}  {:>8}  {:>9}\n", m, k, n, "variant", "ms", "GFLOP/s", "repeats",
                "diff");
     const float* ref = prod.data_ptr<float>();
-    auto row = [&](const std::string& name, const float* got, bool repeats_bits) {
+    // diff: got against `against` (default: Kiln's mm).
+    auto row = [&](const std::string& name, const float* got, bool repeats_bits, const float* against = nullptr) {
       const double s = turns.median_ns(name) * 1e-9;
       fmt::print("{:>18}  {:>9.3f}  {:>9.1f}  {:>8}  {:>9.2e}\n", name, s * 1e3, flops / s / 1e9,
-                 repeats_bits ? "yes" : "NO", got ? max_abs_diff(got, ref, m * n) : 0.0);
+                 repeats_bits ? "yes" : "NO", got ? max_abs_diff(got, against ? against : ref, m * n) : 0.0);
     };
     {
       const Tensor again = linear(x, w, bias);
       row("kiln linear", nullptr, std::memcmp(again.data_ptr(), lin.data_ptr(), size_t(m * n) * 4) == 0);
       for (int f = 0; f < 2; ++f) {  // diff against Kiln's own linear (both carry the bias)
-        cpu::onednn_matmul_force_kernel_for_testing(forced_kernels[f]);
-        const Tensor forced_again = linear(x, w, bias);
-        cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
-        const double s = turns.median_ns(forced_names[f]) * 1e-9;
-        fmt::print("{:>18}  {:>9.3f}  {:>9.1f}  {:>8}  {:>9.2e}\n", forced_names[f], s * 1e3, flops / s / 1e9,
-                   std::memcmp(forced_again.data_ptr(), lin_forced[f].data_ptr(), size_t(m * n) * 4) == 0 ? "yes"
-                                                                                                       : "NO",
-                   max_abs_diff(lin_forced[f].data_ptr<float>(), lin.data_ptr<float>(), m * n));
+        const Tensor forced_again = forced_linear(f);
+        row(forced_names[f], lin_forced[f].data_ptr<float>(),
+            std::memcmp(forced_again.data_ptr(), lin_forced[f].data_ptr(), size_t(m * n) * 4) == 0,
+            lin.data_ptr<float>());
       }
       const Tensor again_mm = mm(x, wt);
       row("kiln mm", nullptr, std::memcmp(again_mm.data_ptr(), ref, size_t(m * n) * 4) == 0);

@@ -169,21 +169,22 @@ int main(int argc, char** argv) {
         ++failures;
         continue;
       }
-      // Contenders 0 .. kernels - 1: Kiln on each kernel; the last: LibTorch.
+      // Contenders 0 .. kernels - 1: Kiln on each kernel; the last: LibTorch. `take` selects a
+      // contender's tile kernel (outside the timed calls) and returns its call.
       const size_t sides = kernels.size() + 1;
-      const auto call = [&](size_t side) {
-        if (side + 1 == sides) return c::torch_call();
+      const auto take = [&](size_t side) -> void (*)() {
+        if (side + 1 == sides) return c::torch_call;
         c::kiln_set_tile_kernel(kernels[side].c_str());
-        c::kiln_call();
+        return c::kiln_call;
       };
       for (int w = 0; w < 2; ++w)
-        for (size_t side = 0; side < sides; ++side) call(side);  // warm-up: caches, JIT kernels
+        for (size_t side = 0; side < sides; ++side) take(side)();  // warm-up: caches, JIT kernels
       std::vector<std::vector<double>> ms(sides), ratios(kernels.size());
       for (int r = 0; r < rounds; ++r) {
         std::vector<double> round_ms(sides);
         for (size_t j = 0; j < sides; ++j) {
           const size_t side = (j + static_cast<size_t>(r)) % sides;
-          round_ms[side] = median_ms([&] { call(side); }, repeats);
+          round_ms[side] = median_ms(take(side), repeats);
         }
         for (size_t side = 0; side < sides; ++side) ms[side].push_back(round_ms[side]);
         for (size_t k = 0; k < kernels.size(); ++k) ratios[k].push_back(round_ms[k] / round_ms.back());

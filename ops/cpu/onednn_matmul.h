@@ -69,4 +69,15 @@ void onednn_matmul_inject_fault_for_testing(OnednnFault fault);
 /// again), where the operands allow it. Process-wide; not for use while tiles run.
 void onednn_matmul_force_kernel_for_testing(std::optional<OnednnTileKernel> kernel);
 
+/// onednn_matmul_force_kernel_for_testing for a scope: the rule again when it ends.
+class ScopedOnednnTileKernel {
+ public:
+  explicit ScopedOnednnTileKernel(std::optional<OnednnTileKernel> kernel) {
+    onednn_matmul_force_kernel_for_testing(kernel);
+  }
+  ~ScopedOnednnTileKernel() { onednn_matmul_force_kernel_for_testing(std::nullopt); }
+  ScopedOnednnTileKernel(const ScopedOnednnTileKernel&) = delete;
+  ScopedOnednnTileKernel& operator=(const ScopedOnednnTileKernel&) = delete;
+};
+
 }  // namespace kiln::cpu

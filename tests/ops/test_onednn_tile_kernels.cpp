@@ -24,15 +24,6 @@ using namespace kiln::testing;
 
 namespace {
 
-// Forces a tile kernel for a scope; the rule again when it ends, pass or fail.
-class ForcedKernel {
- public:
-  explicit ForcedKernel(cpu::OnednnTileKernel kernel) { cpu::onednn_matmul_force_kernel_for_testing(kernel); }
-  ~ForcedKernel() { cpu::onednn_matmul_force_kernel_for_testing(std::nullopt); }
-  ForcedKernel(const ForcedKernel&) = delete;
-  ForcedKernel& operator=(const ForcedKernel&) = delete;
-};
-
 // A row-major [rows, cols] float matrix of eighths stored either way: element (r, c) at
 // r * cols + c, or (transposed storage) at c * rows + r.
 struct Stored {
@@ -102,7 +93,7 @@ TEST_CASE("the oneDNN tile kernels: primitive and sgemm exact against float64, w
             INFO("M K N ", M, " ", K, " ", N, ", a ", la ? "transposed" : "row-major", ", b ",
                  lb ? "transposed" : "row-major", ", alpha ", cs.alpha, " beta ", cs.beta, " bias ", cs.with_bias,
                  ", kernel ", kernel == cpu::OnednnTileKernel::Sgemm ? "sgemm" : "primitive");
-            const ForcedKernel forced(kernel);
+            const cpu::ScopedOnednnTileKernel forced(kernel);
             // beta = 0 must not read the output: it starts as NaN then.
             std::vector<float> out = cs.beta == 0.0f ? std::vector<float>(c.size(), std::nanf("")) : c;
             cpu::onednn_matmul_tile(out.data(), ldo, a.operand(), b.operand(), M, N, K, cs.alpha, cs.beta,
@@ -130,7 +121,7 @@ TEST_CASE("the oneDNN tile kernels: operands sgemm cannot read take the primitiv
     return;
   }
   manual_seed(182);
-  const ForcedKernel forced(cpu::OnednnTileKernel::Sgemm);
+  const cpu::ScopedOnednnTileKernel forced(cpu::OnednnTileKernel::Sgemm);
   // a read as every other column of a wider buffer: neither stride is 1, so sgemm cannot take it.
   const int64_t M = 45, K = 70, N = 33;
   const std::vector<double> wide_values = values(random_eighths({M * 2 * K}, kFloat32));
@@ -150,9 +141,9 @@ TEST_CASE("the oneDNN tile kernels: operands sgemm cannot read take the primitiv
   const int64_t M2 = 530, K2 = 600, N2 = 520;
   const Tensor x = random({M2, K2}, kFloat32, 0.0, 1.0), w = random({N2, K2}, kFloat32, 0.0, 1.0);
   const Tensor bias = random({N2}, kFloat32, 0.0, 1.0);
-  std::vector<std::vector<float>> results;
+  const std::vector<double> want = reference_linear(x, w, bias);
   for (cpu::OnednnTileKernel kernel : {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm}) {
-    const ForcedKernel force(kernel);
+    const cpu::ScopedOnednnTileKernel force(kernel);
     std::vector<float> first(static_cast<size_t>(M2 * N2)), second(first.size()), other(first.size());
     const auto run = [&](std::vector<float>& o) {
       cpu::onednn_matmul_tile(o.data(), N2, {x.data_ptr<float>(), K2, 1}, {w.data_ptr<float>(), 1, K2}, M2, N2, K2,
@@ -164,12 +155,8 @@ TEST_CASE("the oneDNN tile kernels: operands sgemm cannot read take the primitiv
     t.join();
     CHECK(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(first.data(), other.data(), first.size() * sizeof(float)) == 0);
-    results.push_back(first);
+    check_close(from_vector<float>(first).reshape({M2, N2}), want, {M2, N2});
   }
-  check_close(from_vector<float>(results[1]).reshape({M2, N2}),
-              reference_linear(x, w, bias), {M2, N2});
-  check_close(from_vector<float>(results[0]).reshape({M2, N2}),
-              reference_linear(x, w, bias), {M2, N2});
 }
 
 TEST_CASE("the oneDNN tile kernels: sgemm failing is a clear error, and nothing is lost") {
@@ -178,7 +165,7 @@ TEST_CASE("the oneDNN tile kernels: sgemm failing is a clear error, and nothing 
     return;
   }
   manual_seed(183);
-  const ForcedKernel forced(cpu::OnednnTileKernel::Sgemm);
+  const cpu::ScopedOnednnTileKernel forced(cpu::OnednnTileKernel::Sgemm);
   const int64_t M = 41, K = 77, N = 59;
   const Tensor x = random_eighths({M, K}, kFloat32), w = random_eighths({N, K}, kFloat32);
   const Tensor bias = random_eighths({N}, kFloat32);
