@@ -11,14 +11,14 @@
 // cluster limit) and at most the k blocks: at (m, k, n) = (64, 1024, 4096) 64 tiles x 2, at
 // (64, 4096, 1024) 16 tiles x 8, so 128 CTAs stream w either way; it is then lowered until all
 // the clusters can be resident at once (one wave: the device's cudaOccupancyMaxActiveClusters,
-// read once). The choice depends only on m, n, k and the device, never on the epilogue, so a
-// fused call and a linear on the same operands compute the same sums. GPUs before sm_90 have
-// no clusters: split 1 there.
+// read once; the rule is skinny_plan.h's, shared with the sm_90a kernel). The choice depends
+// only on m, n, k and the device, never on the epilogue, so a fused call and a linear on the
+// same operands compute the same sums. GPUs before sm_90 have no clusters: split 1 there.
 //
 // The per-device facts (multiprocessors, compute capability, whether the build has an image
 // for the device, resident clusters, the kernels' shared-memory limit raised) are read once
-// and cached, so
-// supported() called before a CUDA graph capture keeps runtime queries out of the capture.
+// and cached, so supported() called before a CUDA graph capture keeps runtime queries out of
+// the capture.
 #include "skinny_gemm.h"
 
 #include <algorithm>
@@ -32,6 +32,7 @@
 #include "../../core/error.h"
 #include "device_facts.h"
 #include "skinny_gemm_kernel.cuh"
+#include "skinny_plan.h"
 #include "skinny_wgmma.h"
 
 namespace kiln::cuda_kernels {
@@ -97,42 +98,16 @@ Launch pick(SkinnyType type, SkinnyEpilogue e, int bm, int wk) {
   return wk == 4 ? pick_typed<__half, 4>(e, bm) : pick_typed<__half, 2>(e, bm);
 }
 
-/// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
-int block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
-
 /// What one device offers, found once.
 struct DeviceFacts {
   bool ready = false;     ///< the kernels run here
   bool clusters = false;  ///< thread-block clusters (compute capability 9.0 and newer)
   int sms = 0;
   int max_smem = 0;  ///< dynamic shared memory a block may opt in to
-  /// Clusters of each size (index split - 1) that can be resident at once, per (BM index, WK
-  /// index): the split is lowered until a call's clusters fit in one wave.
-  std::array<std::array<std::array<int, kMaxSplit>, 2>, 4> max_clusters{};
+  /// Clusters of each size resident at once, per (BM index, WK index): the split is lowered
+  /// until a call's clusters fit in one wave.
+  std::array<std::array<ClusterFit, 2>, 4> max_clusters{};
 };
-
-int bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
-
-/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
-int resident_clusters(const Launch& l, int split) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(split));
-  config.blockDim = dim3(static_cast<unsigned>(l.threads));
-  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(split);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return clusters;
-}
 
 /// The facts of `device`, and every kernel's shared-memory limit raised there (once).
 void find_device_facts(int device, DeviceFacts& f) {
@@ -168,7 +143,9 @@ void find_device_facts(int device, DeviceFacts& f) {
         const Launch l = pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bm, wk);
         for (int split = 2; split <= kMaxSplit; ++split)
           f.max_clusters[static_cast<size_t>(bm_index(bm))][wk == 4 ? 1 : 0][static_cast<size_t>(split - 1)] =
-              l.smem <= max_smem ? resident_clusters(l, split) : 0;
+              l.smem <= max_smem
+                  ? resident_clusters(reinterpret_cast<const void*>(l.kernel), l.threads, l.smem, split)
+                  : 0;
       }
   }
   f.ready = true;
@@ -181,8 +158,7 @@ const DeviceFacts* current_facts() { return current_device_facts<DeviceFacts>(fi
 struct Plan {
   Launch launch;
   int64_t tiles_n = 0, tiles_m = 0;
-  int split = 1;
-  int32_t k_blocks = 0, blocks_per_rank = 0;
+  SplitK split;
 };
 
 /// Whether the sm_90a kernel runs this call (the override's, or the device's choice).
@@ -197,19 +173,8 @@ Plan plan(const SkinnyGemmArgs& a, const DeviceFacts& f) {
   p.launch = pick(a.type, a.epilogue, bm, a.warps_k != 0 ? a.warps_k : kWarpsK);
   p.tiles_n = (a.n + kBlockN - 1) / kBlockN;
   p.tiles_m = (a.m + bm - 1) / bm;
-  p.k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
-  int split = a.split_k;
-  if (split == 0) {
-    const int64_t tiles = p.tiles_n * p.tiles_m;
-    split = static_cast<int>(std::clamp<int64_t>(f.sms / tiles, 1, kMaxSplit));
-    // Fewer CTAs per cluster until every cluster is resident at once (one wave).
-    const auto& fit = f.max_clusters[static_cast<size_t>(bm_index(bm))][p.launch.wk == 4 ? 1 : 0];
-    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
-  }
-  if (!f.clusters) split = 1;
-  split = std::min(split, p.k_blocks);
-  p.blocks_per_rank = (p.k_blocks + split - 1) / split;
-  p.split = (p.k_blocks + p.blocks_per_rank - 1) / p.blocks_per_rank;  // no rank without k blocks
+  const ClusterFit& fit = f.max_clusters[static_cast<size_t>(bm_index(bm))][p.launch.wk == 4 ? 1 : 0];
+  p.split = choose_split(a.split_k, p.tiles_n * p.tiles_m, f.sms, fit, f.clusters, a.k, kBlockK);
   return p;
 }
 
@@ -270,27 +235,13 @@ void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(plan.launch.smem <= f->max_smem,
              "skinny_gemm: the {} x {} tile needs {} bytes of shared memory, the device offers {}", plan.launch.bn,
              plan.launch.bm, plan.launch.smem, f->max_smem);
-  skinny::Params p;
+  skinny::Params p = skinny::shared_params(a, plan.split);
   p.x = a.x;
   p.w = a.w;
-  p.bias = a.bias;
-  p.out = a.out;
-  p.pre = a.pre;
   p.ldx = a.ldx;
   p.ldw = a.ldw;
-  p.ldo = a.ldo;
-  p.ldp = a.ldp;
-  p.m = static_cast<int32_t>(a.m);
-  p.n = static_cast<int32_t>(a.n);
-  p.k = static_cast<int32_t>(a.k);
-  p.k_blocks = plan.k_blocks;
-  p.blocks_per_rank = plan.blocks_per_rank;
-  p.split = plan.split;
-  p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
-  p.epilogue_batch = a.epilogue_batch;
-  p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
 
-  const int64_t grid_x = plan.tiles_n * plan.split;
+  const int64_t grid_x = plan.tiles_n * plan.split.split;
   // accepts() bounds n and m so that both fit: n / 64 tiles times at most 8, m / 64 row tiles.
   KILN_INTERNAL_ASSERT(grid_x <= skinny::kMaxInt32 && plan.tiles_m <= 65535,
                        "skinny_gemm: a grid of {} x {} CTAs is past CUDA's limits (n = {}, m = {})", grid_x,
@@ -301,9 +252,9 @@ void skinny_gemm(const SkinnyGemmArgs& a, cudaStream_t stream) {
   config.dynamicSmemBytes = static_cast<size_t>(plan.launch.smem);
   config.stream = stream;
   cudaLaunchAttribute attribute{};
-  if (plan.split > 1) {
+  if (plan.split.split > 1) {
     attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = static_cast<unsigned>(plan.split);
+    attribute.val.clusterDim.x = static_cast<unsigned>(plan.split.split);
     attribute.val.clusterDim.y = 1;
     attribute.val.clusterDim.z = 1;
     config.attrs = &attribute;

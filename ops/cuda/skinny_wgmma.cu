@@ -2,7 +2,7 @@
 // the per-device facts, the tile and split choice, the TMA tensor maps, and the launch.
 //
 // Built for sm_90a alone, in the kiln_sm90 object library with the linear+GELU kernel (wgmma
-// exists nowhere else). The choice mirrors the portable kernel's (skinny_gemm.cu): 64 rows of w
+// exists nowhere else). The choice is the portable kernel's rule (skinny_plan.h): 64 rows of w
 // per CTA (128, which reads x from L2 half as often, measured slower on an H200 at every shape
 // tried: docs/notes/skinny_gemm.md, v4; the benchmark can still ask for it), BM the smallest of
 // 16, 32, 64, 128 rows of x that holds m (128 beyond, several row tiles), the split along K (the
@@ -39,6 +39,7 @@
 #include "../../core/cuda_check.h"
 #include "../../core/error.h"
 #include "device_facts.h"
+#include "skinny_plan.h"
 #include "skinny_wgmma_kernel.cuh"
 #include "skinny_tensor_map.h"
 #include "sm90_tensor_map.h"
@@ -99,38 +100,13 @@ WgLaunch wg_pick(SkinnyType type, SkinnyEpilogue e, int bn, int bm) {
   return bn == 128 ? wg_pick_typed<__half, 128>(e, bm) : wg_pick_typed<__half, 64>(e, bm);
 }
 
-/// Rows of x per CTA: the smallest tile that holds m, 128 beyond (several row tiles).
-int wg_block_m(int64_t m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
-int wg_bm_index(int bm) { return bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3; }
-
 /// What one device offers the sm_90a kernel, found once.
 struct WgFacts {
   bool ready = false;
   int sms = 0;
-  /// Clusters of each size (index split - 1) resident at once, per BN index (64, 128) and BM index.
-  std::array<std::array<std::array<int, kMaxSplit>, 4>, 2> max_clusters{};
+  /// Clusters of each size resident at once, per BN index (64, 128) and BM index.
+  std::array<std::array<ClusterFit, 4>, 2> max_clusters{};
 };
-
-/// How many clusters of `split` CTAs of `l` can be resident at once (0 when unknown).
-int wg_resident_clusters(const WgLaunch& l, int split) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(split));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(l.smem);
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(split);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, l.kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return clusters;
-}
 
 void find_wg_facts(int device, WgFacts& f) {
   int major = 0, minor = 0, sms = 0, max_smem = 0;
@@ -165,8 +141,8 @@ void find_wg_facts(int device, WgFacts& f) {
     for (int bm : {16, 32, 64, 128}) {
       const WgLaunch l = wg_pick(SkinnyType::BFloat16, SkinnyEpilogue::GeluExact, bn, bm);
       for (int split = 1; split <= kMaxSplit; ++split)
-        f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))][static_cast<size_t>(split - 1)] =
-            wg_resident_clusters(l, split);
+        f.max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(bm_index(bm))][static_cast<size_t>(split - 1)] =
+            resident_clusters(reinterpret_cast<const void*>(l.kernel), kThreads, l.smem, split);
     }
   f.sms = sms;
   f.ready = true;
@@ -186,39 +162,17 @@ void skinny_wgmma(const SkinnyGemmArgs& a, cudaStream_t stream) {
   KILN_CHECK(f != nullptr,
              "skinny_gemm: the current device cannot run the sm_90a kernel (it needs compute capability 9.0, this "
              "build's sm_90a image and a driver with cuTensorMapEncodeTiled)");
-  const int bm = wg_block_m(a.m);
-  const int32_t k_blocks = static_cast<int32_t>((a.k + kBlockK - 1) / kBlockK);
+  const int bm = block_m(a.m);
   const int64_t tiles_m = (a.m + bm - 1) / bm;
   const int bn = a.block_n != 0 ? a.block_n : 64;
   const WgLaunch l = wg_pick(a.type, a.epilogue, bn, bm);
   const int stages = a.stages != 0 ? std::min(a.stages, l.max_stages) : l.stages;
   const int64_t tiles_n = (a.n + bn - 1) / bn;
-  int split = a.split_k;
-  if (split == 0) {
-    const int64_t tiles = tiles_n * tiles_m;
-    split = static_cast<int>(std::clamp<int64_t>(f->sms / tiles, 1, kMaxSplit));
-    const auto& fit = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(wg_bm_index(bm))];
-    while (split > 1 && tiles > fit[static_cast<size_t>(split - 1)]) --split;
-  }
-  split = std::min(split, k_blocks);
-  const int32_t blocks_per_rank = (k_blocks + split - 1) / split;
-  split = (k_blocks + blocks_per_rank - 1) / blocks_per_rank;  // no rank without k blocks
+  const ClusterFit& fit = f->max_clusters[bn == 128 ? 1 : 0][static_cast<size_t>(bm_index(bm))];
+  const SplitK s = choose_split(a.split_k, tiles_n * tiles_m, f->sms, fit, /*clusters=*/true, a.k, kBlockK);
+  const int split = s.split;
 
-  Params p;
-  p.bias = a.bias;
-  p.out = a.out;
-  p.pre = a.pre;
-  p.ldo = a.ldo;
-  p.ldp = a.ldp;
-  p.m = static_cast<int32_t>(a.m);
-  p.n = static_cast<int32_t>(a.n);
-  p.k = static_cast<int32_t>(a.k);
-  p.k_blocks = k_blocks;
-  p.blocks_per_rank = blocks_per_rank;
-  p.split = split;
-  p.vec_out = a.ldo % 4 == 0 && reinterpret_cast<uintptr_t>(a.out) % 8 == 0;
-  p.epilogue_batch = a.epilogue_batch;
-  p.vec_pre = a.pre != nullptr && a.ldp % 4 == 0 && reinterpret_cast<uintptr_t>(a.pre) % 8 == 0;
+  Params p = shared_params(a, s);
   p.stages = stages;
   p.prefetch_l2 = a.prefetch_l2 ? 1u : 0u;
   p.trace = a.trace;

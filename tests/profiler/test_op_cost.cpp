@@ -2,23 +2,14 @@
 // profiler, PyTorch's "Total FLOPs" column, and the arithmetic (MathKind) of those FLOPs.
 #include "profiler/op_cost.h"
 #include "profiler/profiler.h"
+#include "op_cost_testing.h"
 #include "testing.h"
 
 using namespace kiln;
 using profiler::MathKind;
 using profiler::Profiler;
 
-namespace {
-
-// The FLOPs and bytes recorded for the first event named `name`.
-std::pair<double, double> cost_of(const Profiler& p, const std::string& name) {
-  for (const profiler::ProfileEvent& e : p.events())
-    if (e.name == name) return {e.flops, e.bytes};
-  FAIL("no event " << name);
-  return {};
-}
-
-}  // namespace
+using testing::cost_of;
 
 TEST_CASE("op_cost: matrix products, elementwise ops, reductions, softmax, layer_norm, views") {
   const Tensor x = randn({64, 1024}), w = randn({4096, 1024}), b = randn({4096});

@@ -4,22 +4,13 @@
 // embedding, scatter, masked_fill) bytes only.
 #include "profiler/op_cost.h"
 #include "profiler/profiler.h"
+#include "op_cost_testing.h"
 #include "testing.h"
 
 using namespace kiln;
 using profiler::Profiler;
 
-namespace {
-
-// The FLOPs and bytes recorded for the first event named `name`.
-std::pair<double, double> cost_of(const Profiler& p, const std::string& name) {
-  for (const profiler::ProfileEvent& e : p.events())
-    if (e.name == name) return {e.flops, e.bytes};
-  FAIL("no event " << name);
-  return {};
-}
-
-}  // namespace
+using testing::cost_of;
 
 TEST_CASE("op_cost: clamp, scatter_add, gather, index_select, embedding, masked_fill") {
   const Tensor x = randn({64, 32});
