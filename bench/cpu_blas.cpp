@@ -9,8 +9,9 @@
 // whose MKL is the GEMM PyTorch's CPU linear runs), so it is timed in the same process.
 // "onednn +bias" is oneDNN's sgemm as a bias-carrying tile would run it: the bias written
 // into the output first, then sgemm with beta = 1. "kiln linear" runs Kiln's rule for the
-// oneDNN tile kernel (ops/cpu/onednn_matmul.h); "kiln linear prim" and "kiln linear sgemm"
-// force the matmul primitive and sgemm on every tile.
+// oneDNN tile kernel (ops/cpu/onednn_matmul.h); "kiln linear prim", "kiln linear sgemm" and
+// "kiln linear sgemm 1st" force the matmul primitive, sgemm (the bias added after it) and sgemm
+// summing into the tile filled with the bias on every tile.
 //
 //   cpu_blas [--shapes 64x1024x4096,1024x1024x4096] [--threads n] [--repeats 9] [--cblas PATH ...]
 #include <dlfcn.h>
@@ -183,14 +184,16 @@ int main(int argc, char** argv) {
     RowMajor eout(m, n);
     bench::Turns turns;
     turns.add("kiln linear", 1, [&] { lin = linear(x, w, bias); });
-    Tensor lin_forced[2];
-    const cpu::OnednnTileKernel forced_kernels[2] = {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm};
-    const char* forced_names[2] = {"kiln linear prim", "kiln linear sgemm"};
+    constexpr int kForced = 3;
+    Tensor lin_forced[kForced];
+    const cpu::OnednnTileKernel forced_kernels[kForced] = {
+        cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm, cpu::OnednnTileKernel::SgemmBiasFirst};
+    const char* forced_names[kForced] = {"kiln linear prim", "kiln linear sgemm", "kiln linear sgemm 1st"};
     const auto forced_linear = [&](int f) {
       const cpu::ScopedOnednnTileKernel forced(forced_kernels[f]);
       return linear(x, w, bias);
     };
-    for (int f = 0; f < 2; ++f) turns.add(forced_names[f], 1, [&, f] { lin_forced[f] = forced_linear(f); });
+    for (int f = 0; f < kForced; ++f) turns.add(forced_names[f], 1, [&, f] { lin_forced[f] = forced_linear(f); });
     turns.add("kiln mm", 1, [&] { prod = mm(x, wt); });
     turns.add("eigen", 1, [&] { eout.noalias() = ex * ew.transpose(); });
     std::vector<std::vector<float>> outs(libs.size(), std::vector<float>(static_cast<size_t>(m * n)));
@@ -210,7 +213,7 @@ int main(int argc, char** argv) {
     {
       const Tensor again = linear(x, w, bias);
       row("kiln linear", nullptr, std::memcmp(again.data_ptr(), lin.data_ptr(), size_t(m * n) * 4) == 0);
-      for (int f = 0; f < 2; ++f) {  // diff against Kiln's own linear (both carry the bias)
+      for (int f = 0; f < kForced; ++f) {  // diff against Kiln's own linear (all carry the bias)
         const Tensor forced_again = forced_linear(f);
         row(forced_names[f], lin_forced[f].data_ptr<float>(),
             std::memcmp(forced_again.data_ptr(), lin_forced[f].data_ptr(), size_t(m * n) * 4) == 0,

@@ -17,9 +17,10 @@
 // call timed alone on the steady clock; each round keeps each side's median. Printed: the
 // median over rounds of each side, their ratio (below 1: Kiln faster), the range of the
 // per-round ratios and in how many rounds Kiln was faster. `--kiln-kernels auto,primitive`
-// times Kiln once per named oneDNN tile kernel (auto: the library's rule; primitive, sgemm:
-// forced, ops/cpu/onednn_matmul.h), all contenders taking turns in each round (the first
-// rotating), each Kiln line with its own ratio to LibTorch: an A/B of the kernels in one process.
+// times Kiln once per named oneDNN tile kernel (auto: the library's rule; primitive, sgemm,
+// sgemm-bias-first: forced, ops/cpu/onednn_matmul.h), all contenders taking turns in each round
+// (the first rotating), each Kiln line with its own ratio to LibTorch: an A/B of the kernels in
+// one process.
 //
 //   side_by_side_cpu [--threads 1,16] [--rounds 7] [--repeats 9] [--rows linear,mlp]
 //                    [--kiln-kernels auto]
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   }
   for (const std::string& name : kernels)
     if (!c::kiln_set_tile_kernel(name.c_str())) {
-      std::fprintf(stderr, "side_by_side_cpu: --kiln-kernels takes auto, primitive and sgemm, got '%s'\n",
+      std::fprintf(stderr, "side_by_side_cpu: --kiln-kernels takes auto, primitive, sgemm and sgemm-bias-first, got '%s'\n",
                    name.c_str());
       return 2;
     }

@@ -23,7 +23,7 @@ void kiln_call();
 /// The row's output, for the cross-check.
 std::vector<float> kiln_output();
 /// Runs Kiln's float GEMM tiles on a given oneDNN kernel: "auto" (the library's rule),
-/// "primitive" or "sgemm" (ops/cpu/onednn_matmul.h); false for another name.
+/// "primitive", "sgemm" or "sgemm-bias-first" (ops/cpu/onednn_matmul.h); false for another name.
 bool kiln_set_tile_kernel(const char* name);
 /// Sets the OpenMP team size Kiln's CPU kernels use; returns what Kiln's side then reads.
 int kiln_set_threads(int threads);

@@ -55,6 +55,8 @@ bool kiln_set_tile_kernel(const char* name) {
   if (!std::strcmp(name, "auto")) kiln::cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
   else if (!std::strcmp(name, "primitive")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Matmul);
   else if (!std::strcmp(name, "sgemm")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Sgemm);
+  else if (!std::strcmp(name, "sgemm-bias-first"))
+    kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::SgemmBiasFirst);
   else return false;
   return true;
 }

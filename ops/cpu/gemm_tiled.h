@@ -7,8 +7,8 @@
 // given thread count every output element is therefore summed in one order, on whichever
 // thread takes its tile; another thread count may cut other tiles and change the last digits.
 // The bias (or beta term) is applied to each tile by the thread that computes it (by the
-// oneDNN primitive itself, or written into the tile before sgemm's or Eigen's first product), instead
-// of in a separate pass over the output.
+// oneDNN primitive itself, added to the tile right after sgemm, or written into the tile before
+// Eigen's first product), instead of in a separate pass over the output.
 #pragma once
 
 #include <cstdint>

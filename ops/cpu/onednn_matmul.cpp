@@ -1,6 +1,6 @@
 // oneDNN matmul primitives for the CPU GEMM's float tiles (onednn_matmul.h says why), built
 // once per tile shape and layout and kept in a process-wide cache; and oneDNN's sgemm for the
-// large tiles of Intel CPUs (the bias written into the tile first, then beta = 1).
+// large tiles of Intel CPUs (beta = 0, then the bias added to the tile).
 //
 // Each primitive is made for one thread (the OpenMP thread setting is 1 while it is built and
 // while it runs: oneDNN reads it for its work split), uses a scratchpad the calling thread
@@ -12,6 +12,7 @@
 
 #ifdef KILN_WITH_ONEDNN
 
+#include <Eigen/Core>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -207,12 +208,16 @@ SgemmOperand sgemm_operand(const FloatOperand& m, int64_t rows, int64_t cols) {
 }
 
 // out = alpha * a @ b + (bias ? bias : beta * out) through dnnl_sgemm on one thread (the
-// caller's OneThread): the bias is written into the tile first and summed into with beta = 1.
+// caller's OneThread). A bias is added to the tile after sgemm with beta = 0, or with
+// `bias_first` written into the tile before and summed into with beta = 1 (the older order,
+// other bits: the bias enters the sum first instead of last).
 void sgemm_tile(float* out, int64_t ldo, const FloatOperand& a, SgemmOperand sa, const FloatOperand& b,
-                SgemmOperand sb, int64_t mt, int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
+                SgemmOperand sb, int64_t mt, int64_t nt, int64_t K, float alpha, float beta, const float* bias,
+                bool bias_first) {
   if (bias) {
-    for (int64_t i = 0; i < mt; ++i) std::copy(bias, bias + nt, out + i * ldo);
-    beta = 1.0f;
+    if (bias_first)
+      for (int64_t i = 0; i < mt; ++i) std::copy(bias, bias + nt, out + i * ldo);
+    beta = bias_first ? 1.0f : 0.0f;
   }
   const dnnl_status_t status = take_fault(injected_sgemm_faults)
                                    ? dnnl_runtime_error
@@ -221,6 +226,10 @@ void sgemm_tile(float* out, int64_t ldo, const FloatOperand& a, SgemmOperand sa,
   KILN_CHECK(status == dnnl_success,
              "matmul: oneDNN's sgemm failed (status {}) on a {}x{}x{} tile (strides a {}x{}, b {}x{}, out {})",
              static_cast<int>(status), mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo);
+  if (bias && !bias_first) {
+    const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> row_of_bias(bias, nt);
+    for (int64_t i = 0; i < mt; ++i) Eigen::Map<Eigen::Array<float, 1, Eigen::Dynamic>>(out + i * ldo, nt) += row_of_bias;
+  }
 }
 
 }  // namespace
@@ -241,11 +250,11 @@ void onednn_matmul_tile(float* out, int64_t ldo, const FloatOperand& a, const Fl
                         int64_t nt, int64_t K, float alpha, float beta, const float* bias) {
   KILN_INTERNAL_ASSERT(mt >= 1 && nt >= 1 && K >= 1, "onednn_matmul_tile: empty tile {}x{}x{}", mt, nt, K);
   KILN_INTERNAL_ASSERT(!bias || alpha == 1.0f, "onednn_matmul_tile: a bias with alpha {}", alpha);
-  if (onednn_tile_kernel(mt, nt, K) == OnednnTileKernel::Sgemm) {
+  if (const OnednnTileKernel kernel = onednn_tile_kernel(mt, nt, K); kernel != OnednnTileKernel::Matmul) {
     const SgemmOperand sa = sgemm_operand(a, mt, K), sb = sgemm_operand(b, K, nt);
     if (sa.trans != 0 && sb.trans != 0) {
       OneThread one_thread;
-      sgemm_tile(out, ldo, a, sa, b, sb, mt, nt, K, alpha, beta, bias);
+      sgemm_tile(out, ldo, a, sa, b, sb, mt, nt, K, alpha, beta, bias, kernel == OnednnTileKernel::SgemmBiasFirst);
       return;
     }
   }

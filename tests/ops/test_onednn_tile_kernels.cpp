@@ -1,5 +1,6 @@
 // The CPU GEMM's two oneDNN tile kernels (ops/cpu/onednn_matmul.h): the matmul primitive and
-// sgemm, each forced in turn, on the same tiles: exact against a float64 reference written here
+// sgemm (the bias added after it, and the older order, summed into the tile filled with the
+// bias), each forced in turn, on the same tiles: exact against a float64 reference written here
 // (inputs are random multiples of 1/8, so every summation order gives the reference), with a
 // bias, alpha, beta, a NaN-filled output under beta = 0, both operand orientations, operands
 // sgemm cannot read (the primitive takes them); the same bits on every call and on every
@@ -56,6 +57,18 @@ std::vector<double> reference(const Stored& a, const Stored& b, double alpha, co
   return r;
 }
 
+// Every kernel a tile can be forced onto, and their names in the tests' messages.
+constexpr cpu::OnednnTileKernel kAllKernels[] = {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm,
+                                                 cpu::OnednnTileKernel::SgemmBiasFirst};
+const char* kernel_name(cpu::OnednnTileKernel k) {
+  switch (k) {
+    case cpu::OnednnTileKernel::Matmul: return "primitive";
+    case cpu::OnednnTileKernel::Sgemm: return "sgemm";
+    case cpu::OnednnTileKernel::SgemmBiasFirst: return "sgemm, bias first";
+  }
+  return "?";
+}
+
 // The tile's M x N values out of an output with row stride ldo.
 std::vector<double> tile_values(const std::vector<float>& out, int64_t M, int64_t N, int64_t ldo) {
   std::vector<double> v;
@@ -89,10 +102,10 @@ TEST_CASE("the oneDNN tile kernels: primitive and sgemm exact against float64, w
         };
         for (const Case& cs : {Case{1.0f, 0.0f, true}, Case{1.0f, 0.0f, false}, Case{2.0f, 0.0f, false},
                                Case{0.5f, 1.5f, false}, Case{1.0f, 1.0f, false}})
-          for (cpu::OnednnTileKernel kernel : {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm}) {
+          for (cpu::OnednnTileKernel kernel : kAllKernels) {
             INFO("M K N ", M, " ", K, " ", N, ", a ", la ? "transposed" : "row-major", ", b ",
                  lb ? "transposed" : "row-major", ", alpha ", cs.alpha, " beta ", cs.beta, " bias ", cs.with_bias,
-                 ", kernel ", kernel == cpu::OnednnTileKernel::Sgemm ? "sgemm" : "primitive");
+                 ", kernel ", kernel_name(kernel));
             const cpu::ScopedOnednnTileKernel forced(kernel);
             // beta = 0 must not read the output: it starts as NaN then.
             std::vector<float> out = cs.beta == 0.0f ? std::vector<float>(c.size(), std::nanf("")) : c;
@@ -142,7 +155,8 @@ TEST_CASE("the oneDNN tile kernels: operands sgemm cannot read take the primitiv
   const Tensor x = random({M2, K2}, kFloat32, 0.0, 1.0), w = random({N2, K2}, kFloat32, 0.0, 1.0);
   const Tensor bias = random({N2}, kFloat32, 0.0, 1.0);
   const std::vector<double> want = reference_linear(x, w, bias);
-  for (cpu::OnednnTileKernel kernel : {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm}) {
+  for (cpu::OnednnTileKernel kernel : kAllKernels) {
+    INFO("kernel ", kernel_name(kernel));
     const cpu::ScopedOnednnTileKernel force(kernel);
     std::vector<float> first(static_cast<size_t>(M2 * N2)), second(first.size()), other(first.size());
     const auto run = [&](std::vector<float>& o) {
