@@ -355,10 +355,11 @@ int profile(const std::vector<int>& variants) {
     ShapeBuffers b(m, k, n);
     const int warm = m == 8192 ? 12 : 40;
     for (int v : variants) {
-      for (int skip : {0, 1, 2, 3}) {
+      for (int skip : {0, 1, 2, 3, 4, 5}) {
         sm90::Variant var = kVariants[v];
         var.bench_skip = skip;
-        const char* mode = skip == 0 ? "full" : skip == 1 ? "no GELU" : skip == 2 ? "no epilogue" : "tanh GELU";
+        const char* modes[] = {"full", "no GELU", "no epilogue", "tanh GELU", "no stores", "bias only"};
+        const char* mode = modes[skip];
         for (int i = 0; i < warm; ++i) sm90::launch_variant(b.args(i), s, var);
         CK(cudaMemsetAsync(timing, 0, slots * sizeof(unsigned long long), s));
         CK(cudaMemsetAsync(tail, 0, tail_slots * sizeof(unsigned long long), s));

@@ -51,7 +51,9 @@ struct KernelParams {
   /// other consumer (v10); 0 keeps it with its owner (the harness compares both).
   uint32_t handoff_last = 0;
 #if defined(KILN_SM90_BENCH_HOOKS)
-  int32_t bench_skip = 0;  ///< benchmark only: 1 skips the GELU, 2 the whole epilogue, 3 a tanh GELU (v7)
+  /// Benchmark only: 1 skips the GELU, 2 the whole epilogue, 3 a tanh GELU (v7); 4 skips the
+  /// stores (bias and GELU computed), 5 the GELU and the stores (bias only).
+  int32_t bench_skip = 0;
   /// Benchmark only: when set, per CTA kTimingSlots clock64/globaltimer counters (the kernel's
   /// in-kernel profile: mainloop, epilogue and turn-wait cycles per consumer).
   unsigned long long* bench_timing = nullptr;
@@ -177,6 +179,16 @@ __device__ __forceinline__ void apply_gelu_tanh(float (&acc)[Cfg::kMAtoms][Cfg::
       const float h = 0.5f * x;
       acc[mi][i] = fmaf(h, t, h);
     }
+}
+
+/// Benchmark only (bench_skip 4 and 5): the values of columns [First, Last) count as used, with
+/// no instruction and no store, so that an epilogue can be timed without its stores.
+template <class Cfg, int First, int Last>
+__device__ __forceinline__ void keep_values(const float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2]) {
+#pragma unroll
+  for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+    for (int i = First; i < Last; ++i) asm volatile("" : : "f"(acc[mi][i]));
 }
 
 /// Direct store of the tile's values in acc to `base` (row stride ld): thread (warp, lane)
