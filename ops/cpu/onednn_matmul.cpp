@@ -227,8 +227,9 @@ void sgemm_tile(float* out, int64_t ldo, const FloatOperand& a, SgemmOperand sa,
              "matmul: oneDNN's sgemm failed (status {}) on a {}x{}x{} tile (strides a {}x{}, b {}x{}, out {})",
              static_cast<int>(status), mt, nt, K, a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldo);
   if (bias && !bias_first) {
-    const Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>> row_of_bias(bias, nt);
-    for (int64_t i = 0; i < mt; ++i) Eigen::Map<Eigen::Array<float, 1, Eigen::Dynamic>>(out + i * ldo, nt) += row_of_bias;
+    using Row = Eigen::Array<float, 1, Eigen::Dynamic>;
+    const Eigen::Map<const Row> row_of_bias(bias, nt);
+    for (int64_t i = 0; i < mt; ++i) Eigen::Map<Row>(out + i * ldo, nt) += row_of_bias;
   }
 }
 

@@ -15,9 +15,10 @@
 // linear (1024,4096,1024); with an edge of 512 the two were even, at 64 rows sgemm was 30-40%
 // slower, and on AMD EPYC VMs it was even or slower (BENCHMARKS.md 9). So the kernel is
 // chosen by the CPU's vendor and the tile's sizes (onednn_tile_kernel), never by timing: the
-// bits still depend on the tile alone. A bias is added after sgemm (beta = 0), not summed into
-// (the tile filled with it, beta = 1), which took 3-4% longer than sgemm without a bias on
-// those Xeons (BENCHMARKS.md 9, seventh session).
+// bits still depend on the tile alone. A bias is added after sgemm (beta = 0) rather than
+// summed into (the tile filled with it, beta = 1): on those Xeons the second took 2-4% longer
+// than sgemm without a bias, the first 0.5-4.8% less than the second in 5 of 6 pairs
+// (BENCHMARKS.md 9, seventh and eighteenth sessions).
 #pragma once
 
 #include <cstdint>
@@ -31,12 +32,12 @@ struct FloatOperand {
   int64_t row_stride, col_stride;
 };
 
-/// The two oneDNN kernels a float tile can run on.
+/// The oneDNN kernels a float tile can run on (the rule picks the first two).
 enum class OnednnTileKernel : uint8_t {
   Matmul,          ///< the matmul primitive (brgemm on AVX-512), the bias and beta applied by it
   Sgemm,           ///< dnnl_sgemm (`gemm:jit`) with beta = 0, then the bias added to the tile
   SgemmBiasFirst,  ///< dnnl_sgemm summing into the tile filled with the bias (beta = 1): the
-                   ///< order before 2026-12-04's second change, forced only, for comparisons
+                   ///< older order, reached only by forcing, for benchmarks' comparisons
 };
 
 /// The kernel onednn_matmul_tile runs an mt x nt x K tile with: Sgemm for tiles of at least
