@@ -19,6 +19,7 @@
 
 #include <Eigen/Core>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "bench/bench_util.h"
@@ -184,13 +185,12 @@ int main(int argc, char** argv) {
     RowMajor eout(m, n);
     bench::Turns turns;
     turns.add("kiln linear", 1, [&] { lin = linear(x, w, bias); });
-    constexpr int kForced = 3;
+    // Each oneDNN tile kernel forced, labelled short for the table (cpu::kOnednnTileKernels' order).
+    constexpr int kForced = static_cast<int>(std::size(cpu::kOnednnTileKernels));
     Tensor lin_forced[kForced];
-    const cpu::OnednnTileKernel forced_kernels[kForced] = {
-        cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm, cpu::OnednnTileKernel::SgemmBiasFirst};
     const char* forced_names[kForced] = {"kiln linear prim", "kiln linear sgemm", "kiln linear sgemm 1st"};
     const auto forced_linear = [&](int f) {
-      const cpu::ScopedOnednnTileKernel forced(forced_kernels[f]);
+      const cpu::ScopedOnednnTileKernel forced(cpu::kOnednnTileKernels[f]);
       return linear(x, w, bias);
     };
     for (int f = 0; f < kForced; ++f) turns.add(forced_names[f], 1, [&, f] { lin_forced[f] = forced_linear(f); });

@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
   }
   for (const std::string& name : kernels)
     if (!c::kiln_set_tile_kernel(name.c_str())) {
-      std::fprintf(stderr, "side_by_side_cpu: --kiln-kernels takes auto, primitive, sgemm and sgemm-bias-first, got '%s'\n",
+      std::fprintf(stderr,
+                   "side_by_side_cpu: --kiln-kernels takes auto, primitive, sgemm and sgemm-bias-first, got '%s'\n",
                    name.c_str());
       return 2;
     }

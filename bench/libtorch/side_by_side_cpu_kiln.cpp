@@ -52,13 +52,16 @@ std::vector<float> kiln_output() {
 
 bool kiln_set_tile_kernel(const char* name) {
   using kiln::cpu::OnednnTileKernel;
-  if (!std::strcmp(name, "auto")) kiln::cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
-  else if (!std::strcmp(name, "primitive")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Matmul);
-  else if (!std::strcmp(name, "sgemm")) kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::Sgemm);
-  else if (!std::strcmp(name, "sgemm-bias-first"))
-    kiln::cpu::onednn_matmul_force_kernel_for_testing(OnednnTileKernel::SgemmBiasFirst);
-  else return false;
-  return true;
+  if (!std::strcmp(name, "auto")) {
+    kiln::cpu::onednn_matmul_force_kernel_for_testing(std::nullopt);
+    return true;
+  }
+  for (OnednnTileKernel kernel : kiln::cpu::kOnednnTileKernels)
+    if (!std::strcmp(name, kiln::cpu::onednn_tile_kernel_name(kernel))) {
+      kiln::cpu::onednn_matmul_force_kernel_for_testing(kernel);
+      return true;
+    }
+  return false;
 }
 
 int kiln_set_threads(int threads) {

@@ -40,6 +40,20 @@ enum class OnednnTileKernel : uint8_t {
                    ///< older order, reached only by forcing, for benchmarks' comparisons
 };
 
+/// Every OnednnTileKernel, in declaration order (tests and benchmarks force each in turn).
+inline constexpr OnednnTileKernel kOnednnTileKernels[] = {OnednnTileKernel::Matmul, OnednnTileKernel::Sgemm,
+                                                          OnednnTileKernel::SgemmBiasFirst};
+
+/// The kernel's name as tests and benchmarks print and take it: "primitive", "sgemm", "sgemm-bias-first".
+constexpr const char* onednn_tile_kernel_name(OnednnTileKernel kernel) {
+  switch (kernel) {
+    case OnednnTileKernel::Matmul: return "primitive";
+    case OnednnTileKernel::Sgemm: return "sgemm";
+    case OnednnTileKernel::SgemmBiasFirst: return "sgemm-bias-first";
+  }
+  return "unknown";
+}
+
 /// The kernel onednn_matmul_tile runs an mt x nt x K tile with: Sgemm for tiles of at least
 /// 1024 x 1024 x 1024 on Intel CPUs, Matmul otherwise (and for operands sgemm cannot read).
 OnednnTileKernel onednn_tile_kernel(int64_t mt, int64_t nt, int64_t K);

@@ -57,18 +57,6 @@ std::vector<double> reference(const Stored& a, const Stored& b, double alpha, co
   return r;
 }
 
-// Every kernel a tile can be forced onto, and their names in the tests' messages.
-constexpr cpu::OnednnTileKernel kAllKernels[] = {cpu::OnednnTileKernel::Matmul, cpu::OnednnTileKernel::Sgemm,
-                                                 cpu::OnednnTileKernel::SgemmBiasFirst};
-const char* kernel_name(cpu::OnednnTileKernel k) {
-  switch (k) {
-    case cpu::OnednnTileKernel::Matmul: return "primitive";
-    case cpu::OnednnTileKernel::Sgemm: return "sgemm";
-    case cpu::OnednnTileKernel::SgemmBiasFirst: return "sgemm, bias first";
-  }
-  return "?";
-}
-
 // The tile's M x N values out of an output with row stride ldo.
 std::vector<double> tile_values(const std::vector<float>& out, int64_t M, int64_t N, int64_t ldo) {
   std::vector<double> v;
@@ -102,10 +90,10 @@ TEST_CASE("the oneDNN tile kernels: primitive and sgemm exact against float64, w
         };
         for (const Case& cs : {Case{1.0f, 0.0f, true}, Case{1.0f, 0.0f, false}, Case{2.0f, 0.0f, false},
                                Case{0.5f, 1.5f, false}, Case{1.0f, 1.0f, false}})
-          for (cpu::OnednnTileKernel kernel : kAllKernels) {
+          for (cpu::OnednnTileKernel kernel : cpu::kOnednnTileKernels) {
             INFO("M K N ", M, " ", K, " ", N, ", a ", la ? "transposed" : "row-major", ", b ",
                  lb ? "transposed" : "row-major", ", alpha ", cs.alpha, " beta ", cs.beta, " bias ", cs.with_bias,
-                 ", kernel ", kernel_name(kernel));
+                 ", kernel ", cpu::onednn_tile_kernel_name(kernel));
             const cpu::ScopedOnednnTileKernel forced(kernel);
             // beta = 0 must not read the output: it starts as NaN then.
             std::vector<float> out = cs.beta == 0.0f ? std::vector<float>(c.size(), std::nanf("")) : c;
@@ -155,8 +143,8 @@ TEST_CASE("the oneDNN tile kernels: operands sgemm cannot read take the primitiv
   const Tensor x = random({M2, K2}, kFloat32, 0.0, 1.0), w = random({N2, K2}, kFloat32, 0.0, 1.0);
   const Tensor bias = random({N2}, kFloat32, 0.0, 1.0);
   const std::vector<double> want = reference_linear(x, w, bias);
-  for (cpu::OnednnTileKernel kernel : kAllKernels) {
-    INFO("kernel ", kernel_name(kernel));
+  for (cpu::OnednnTileKernel kernel : cpu::kOnednnTileKernels) {
+    INFO("kernel ", cpu::onednn_tile_kernel_name(kernel));
     const cpu::ScopedOnednnTileKernel force(kernel);
     std::vector<float> first(static_cast<size_t>(M2 * N2)), second(first.size()), other(first.size());
     const auto run = [&](std::vector<float>& o) {
