@@ -1,6 +1,6 @@
 // Standalone check and benchmark of Kiln's sm_90a linear+GELU kernel (ops/cuda/sm90_linear_gelu.cu,
 // included directly so every tile variant can be driven), for the GPU machine:
-//   check correct <dispatch|v0..vk>     correctness against a float64 CPU reference on random
+//   check correct <dispatch|v0..vr>     correctness against a float64 CPU reference on random
 //                                         data: poisoned outputs, edge shapes, bias/pre on and off,
 //                                         bf16/f16/TF32 (dispatch) or one bf16 variant (vN);
 //   check sanitize [0,1,...]              a few small calls of every variant, or of those listed
@@ -27,6 +27,9 @@
 // (one copy of the GELU's code), TMA stores (run 10 also had vj = vi with vh's stores: slower,
 // and it spills 4 bytes once the edge stores stay in registers, so it is gone); (v8) vj = va and
 // vk = v0 with v5-v7's degree-5 fit in its own instruction sequence (the library before v8);
+// vl = va without v10's last-tile hand-off (v9's va); (v13) vm = va and vn = v0 with v8-v12's
+// eleven-instruction fit, vo = va and vp = v0 with the scaled bfloat16 fit; (v14) vq = va and
+// vr = v0 adding the bias after the mainloop (v3-v13) instead of starting the accumulators from it;
 //   check profile [0,a,...]                in-kernel clock64/globaltimer profile at the two target
 //                                         shapes (SM clock, mainloop/epilogue/turn-wait cycles per
 //                                         tile) of each variant, full, no GELU, no epilogue;
@@ -72,10 +75,12 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 22;
+constexpr int kNumVariants = 28;
 constexpr auto kShippedFit = kiln::cuda_kernels::GeluFit::Shipped;
 constexpr auto kNr9 = kiln::cuda_kernels::GeluFit::Nr9;
 constexpr auto kDegree5 = kiln::cuda_kernels::GeluFit::Degree5;
+constexpr auto kV9Fit = kiln::cuda_kernels::GeluFit::V9;
+constexpr auto kScaledFit = kiln::cuda_kernels::GeluFit::Scaled;
 using sm90::Epilogue;
 using sm90::Schedule;
 const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilogue::Registers},
@@ -101,7 +106,15 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kDegree5},
                                                {Schedule::Cooperative, 1, Epilogue::Registers, 16, kDegree5},
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
-                                                false, false}};
+                                                false, false},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kV9Fit},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kV9Fit},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kScaledFit},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kScaledFit},
+                                               {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
+                                                false, true, true},
+                                               {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
+                                                false, true, true}};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
@@ -112,7 +125,10 @@ const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3
                                            "pp64 5st chunked 2 in flight", "pp64 c2 5st chunked 2 in flight",
                                            "coop 4st chunked 2 in flight", "pp64 5st direct stores",
                                            "pp64 5st staged GELU",        "v7's va: pp64 5st chunked deg-5",
-                                           "v7's v0: coop 4st chunked deg-5", "v9's va: pp64 5st chunked, no handoff"};
+                                           "v7's v0: coop 4st chunked deg-5", "v9's va: pp64 5st chunked, no handoff",
+                                           "v12's va: pp64 5st chunked, v9 fit", "v12's v0: coop 4st chunked, v9 fit",
+                                           "va, scaled fit",              "v0, scaled fit",
+                                           "v13's va: pp64, bias after the mainloop", "v13's v0: coop, bias after the mainloop"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;
@@ -420,10 +436,12 @@ int main(int argc, char** argv) {
   std::printf("device: %s, cc %d.%d, %d SMs, L2 %d MB\n", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               prop.l2CacheSize >> 20);
   if (mode == "correct" && argc > 2) return correct(argv[2]);
-  // A list of variants: their one-character names (0-9, a, b, ...), anything else separates.
+  // A list of variants: their one-character names (0-9, a, b, ...), anything else separates;
+  // "none" is the empty list (its letters name variants n, o and e).
   auto variant_list = [&](const char* fallback) {
     std::vector<int> variants;
     const std::string list = argc > 2 ? argv[2] : fallback;
+    if (list == "none") return variants;
     for (char ch : list)
       if (variant_index(ch) >= 0) variants.push_back(variant_index(ch));
     return variants;
@@ -435,7 +453,7 @@ int main(int argc, char** argv) {
   if (mode == "abtest") return abtest(variant_list("0,a"));
   if (mode == "once" && argc > 3 && variant_index(argv[2][0]) >= 0) return once(variant_index(argv[2][0]), std::atoi(argv[3]));
   std::fprintf(stderr,
-               "usage: %s correct <dispatch|v0..v9|va..vk|full0..fullk> | sanitize [0,1,...,k] | gelu | bench "
+               "usage: %s correct <dispatch|v0..v9|va..vr|full0..fullr> | sanitize [0,1,...,r] | gelu | bench "
                "[0,1,...,j] | profile [0,a,...] | once <v> <skip>\n",
                argv[0]);
   return 2;

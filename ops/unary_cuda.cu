@@ -2,19 +2,21 @@
 // kernels call, computed in float for the 16-bit types.
 // One deliberate, device-only exception, for speed: the exact GELU of float16/bfloat16
 // (gelu_fast, in ops/cuda/gelu_fast.cuh, shared with the fused linear+GELU epilogues) evaluates
-// erfc with a rational-exponential fit in twelve instructions where erff takes ~30 plus a
-// branch: a fit per type, as short as the 16-bit result's rounding allows (bfloat16: degree 2,
-// 1.65e-3 relative error against its 2^-8 unit; float16: degree 3, 4.5e-5 against 2^-11), on
-// the hardware's flush-to-zero reciprocal and exp2, in base 2. With erff the bfloat16 kernel
-// was bound by arithmetic at 73% of copy bandwidth; the degree-9 fit took it to 88%, the
-// twelve-instruction one to 98% (BENCHMARKS.md 4 and 8). Checked on an H200 over all 65536
-// inputs of each type against float64 (bench/sm90_linear_gelu_check.cu, `gelu`, and
-// tests/cuda/test_cuda_basics.cpp): none is more than one unit in the last place off;
-// bfloat16: 462 results one unit off, 132 true values below 2^-126 flushed or not correctly
-// rounded; float16: 1605 one unit off, 858 true values below 2^-14 (subnormal results) not
-// correctly rounded. (The degree-5 fit before it: 1 and 235 one unit off, but three
-// instructions more per element, which the fused kernel's epilogue pays for:
-// docs/notes/sm90_linear_gelu.md, v8.) It stays in a device header, not in unary_math.h: it is
+// erfc with a fit where erff takes ~30 instructions plus a branch: log2(erfc(z) / 2) as one
+// Laurent polynomial in d = 1 + p z (v13 of docs/notes/sm90_linear_gelu.md), per type as short
+// as the 16-bit result's rounding allows (bfloat16: nine instructions, 7.0e-4 relative error
+// against its 2^-8 unit; float16: ten, 1.0e-5 against 2^-11), on the hardware's flush-to-zero
+// reciprocal and exp2, in base 2. With erff the bfloat16 kernel was bound by arithmetic at 73%
+// of copy bandwidth; the degree-9 fit took it to 88%, the twelve-instruction one to 98%
+// (BENCHMARKS.md 4 and 8). Checked on an H200 over all 65536 inputs of each type against
+// float64 (bench/sm90_linear_gelu_check.cu, `gelu`, and tests/cuda/test_cuda_basics.cpp): none
+// is more than one unit in the last place off; bfloat16: 250 results one unit off, 134 true
+// values below 2^-126 flushed or not correctly rounded, and three inputs in [-13.125, -13]
+// whose true results (below 2^-123) flush to -0 (float32's erf formula, the CPU's and
+// PyTorch's, gives 0 from x = -5.5 down); float16: 313 one unit off, 2 true values below 2^-14
+// (subnormal results) not correctly rounded. (v9's eleven-instruction fit: 462 and 1605 one unit
+// off; each instruction fewer is time the fused kernel's epilogue saves: the notes' v8 and v13.)
+// It stays in a device header, not in unary_math.h: it is
 // built on PTX instructions (approximate flush-to-zero exp2 and reciprocal) that the host has
 // no bit-identical counterpart for, so a host copy would be
 // a different function anyway; the CPU keeps the exact erf formula, as PyTorch's CPU kernel

@@ -10,7 +10,7 @@
 # /tmp/dnnl_pkg/lib; tar cJf .deps/dnnl.tar.xz -C /tmp dnnl_pkg (libdnnl-dev installed here).
 #   OUT=/tmp/o STEPS="cuda sanitize mlp cpu" scripts/session_gpu_check.sh
 # (BUILD_TARGETS="a b" builds only those targets; steps: cuda dist sanitize skinny mlp64 mlp torchmax cpudiag cpuprobe blas cpuside cpu
-#  sm90; with "none" it only builds. sm90 builds the sm_90a harness, bench/sm90_linear_gelu_check.cu,
+#  sm90; with "none" it only builds. sm90 builds the sm_90a harness (unless a carried scripts/sm90_check runs), bench/sm90_linear_gelu_check.cu,
 #  beside the library's build and then runs scripts/sm90_gpu_check.sh with the environment's VARIANTS, BENCH,
 #  PROFILE, ABTEST, ABTEST_SHAPES, SANITIZE, SKIP_SANITIZE ... into $OUT/sm90. PACK=1 leaves two files in $OUT,
 #  summary.txt and logs.txt (every other log, concatenated): the device tool returns at most 8.
@@ -42,7 +42,9 @@ if [ ! -e /usr/local/cuda/include/nccl.h ]; then
     export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
   say "nccl: header ${inc:-none}, library ${lib:-none}"
 fi
-if has sm90; then  # the harness needs no Kiln build: one nvcc beside the library's build
+sm90_build=""
+if has sm90 && ! scripts/sm90_check probe > /dev/null 2>&1; then  # no carried harness that runs here:
+  # build it (no Kiln build needed: one nvcc beside the library's build)
   ( OUT=$OUT/sm90 BUILD_ONLY=1 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_build.log" 2>&1
     echo "sm90 harness build rc=$? at $(date +%T)" >> "$OUT/sm90_build.log" ) &
   sm90_build=$!
@@ -51,7 +53,7 @@ cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=
   > "$OUT/build.log" 2>&1 && timeout 300 cmake --build $B -j 16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$OUT/build.log" 2>&1
 say "build rc=$? at $(date +%T) warnings=$(grep -c 'warning' "$OUT/build.log") $(grep -m1 'oneDNN' "$OUT/build.log") $(grep -m1 'NCCL backend' "$OUT/build.log")"
 grep -E "error" "$OUT/build.log" | head -20 >> "$S"
-say "wgmma serialised (ptxas C7520) in $(grep -c C7520 "$OUT/build.log") kernels of the library build"
+say "wgmma serialised (ptxas C7520/C7515) in $(grep -cE 'C75(20|15)' "$OUT/build.log") kernels of the library build"
 if has cuda; then
   timeout 300 $B/tests/test_cuda > "$OUT/test_cuda.log" 2>&1; say "test_cuda rc=$? $(grep -E 'test cases:' "$OUT/test_cuda.log") at $(date +%T)"
   grep -B2 -A8 "ERROR" "$OUT/test_cuda.log" | head -80 >> "$S"
@@ -211,7 +213,8 @@ if has cpu; then
   cat "$OUT/cpu.txt" >> "$S"
 fi
 if has sm90; then
-  wait "$sm90_build"; tail -2 "$OUT/sm90_build.log" | tee -a "$S"
+  if [ -n "$sm90_build" ]; then wait "$sm90_build"; tail -2 "$OUT/sm90_build.log" | tee -a "$S"
+  else say "sm90: the carried scripts/sm90_check runs here"; fi
   OUT=$OUT/sm90 bash scripts/sm90_gpu_check.sh > "$OUT/sm90_console.txt" 2>&1; say "sm90_gpu_check rc=$? at $(date +%T)"
   grep -vE '^\s*/\*|^\s*$' "$OUT/sm90_console.txt" | grep -E 'RESULT|PROFILE|TAIL|ABTEST|rc [0-9]|lines|instructions|x[0-9.]+ vs Lt' >> "$S"
 fi

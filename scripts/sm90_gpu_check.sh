@@ -44,8 +44,9 @@ if [[ -n "${BUILD_ONLY:-}" ]] || ! "$BIN" probe > /dev/null 2>&1; then
     -I"$FMT_INC" "$SRC/bench/sm90_linear_gelu_check.cu" "$SRC/core/error.cpp" -o "$BIN" -lcublasLt -lgomp \
     > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 fi
-# ptxas's C7520 notice: some wgmma are serialised (e.g. accumulators moved on a divergent path).
-echo "wgmma serialised (ptxas C7520) in $(grep -c C7520 "$OUT/build.log" 2> /dev/null || echo 0) kernels of the harness"
+# ptxas's C7520 and C7515 notices: some wgmma are serialised (accumulators moved on a divergent
+# path; accumulators defined by other instructions inside a wgmma pipeline stage).
+echo "wgmma serialised (ptxas C7520/C7515) in $(grep -cE 'C75(20|15)' "$OUT/build.log" 2> /dev/null || echo 0) kernels of the harness"
 [[ -z "${BUILD_ONLY:-}" ]] || exit 0
 
 # SASS: the tensor-core instructions must be HGMMA (wgmma), not HMMA.
@@ -57,8 +58,8 @@ if command -v cuobjdump > /dev/null; then
     echo "UTMALDG lines: $(grep -c UTMALDG /tmp/sm90.sass)"
     echo "local memory (LDL/STL) lines: $(grep -cE 'LDL|STL' /tmp/sm90.sass)"
     # gelu_fast's cost per element: the instructions of each fit's exhaustive-check kernel (the
-    # same load, convert, round and store around every fit), then the bf16 shipped and degree-5
-    # ones' instructions.
+    # same load, convert, round and store around every fit), then the bf16 shipped and
+    # scaled ones' instructions (GeluFit 0 and 1).
     awk '/Function :/ { f = ($3 ~ /gelu_every_value_kernel/) ? $3 : "" }
          f != "" && /\/\*[0-9a-f]+\*\// && !/NOP/ { n[f]++ }
          END { for (k in n) print "gelu check kernel instructions:", n[k], k }' /tmp/sm90.sass | sort -k5

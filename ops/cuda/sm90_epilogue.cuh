@@ -1,7 +1,8 @@
-// The epilogue of the sm_90a linear+GELU kernel. The bias, loaded before the tile's mainloop
-// (its latency hidden behind the wgmma; one column pair per thread, shared through shared
-// memory afterwards, since 32 registers held across the mainloop made the consumers spill),
-// is added to a consumer warpgroup's fp32 accumulators in place; the optional pre-activation
+// The epilogue of the sm_90a linear+GELU kernel. Since v14 the bias is the accumulators'
+// starting value (init_bias, before the tile's first wgmma, which then accumulates onto it):
+// loaded a tile ahead, one column pair per thread, shared as floats through shared memory (32
+// registers held across the mainloop made the consumers spill); the benchmark harness can still
+// add it after the mainloop instead (add_bias, v3-v13). Then the optional pre-activation
 // is stored; the exact GELU is applied in place (a plain unrolled loop over registers, nothing
 // to keep the scheduler from overlapping the evaluations); the result is stored. Each element
 // is stored once, two ways:
@@ -133,7 +134,55 @@ __device__ __forceinline__ float2 unpack_bias(BiasPair<T> b) {
 
 #if defined(KILN_SM90A_DEVICE)
 
-/// acc += bias: the thread's columns 8j + 2 quad + {0, 1} (quad = lane % 4) in both row halves
+/// A bias pair as kept in shared memory: already two floats (Slot = float2), or as loaded.
+template <typename T, typename Slot>
+__device__ __forceinline__ float2 bias_floats(Slot b) {
+  if constexpr (std::is_same_v<Slot, float2>) return b;
+  else return unpack_bias<T>(b);
+}
+
+/// acc = bias (v14, before the tile's first wgmma): the thread's columns 8j + 2 quad + {0, 1}
+/// (quad = lane % 4) in both row halves of each atom, from the tile's bias pairs in shared
+/// memory (pair i: columns 2i, 2i + 1), as floats or as loaded (bias_floats).
+template <class Cfg, typename Slot>
+__device__ __forceinline__ void init_bias(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                          const Slot (&bias)[Cfg::kBlockN / 2], int quad) {
+#pragma unroll
+  for (int j = 0; j < Cfg::kBlockN / 8; ++j) {
+    const float2 b = bias_floats<typename Cfg::Element>(bias[4 * j + quad]);
+#pragma unroll
+    for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
+      acc[mi][4 * j] = b.x;
+      acc[mi][4 * j + 1] = b.y;
+      acc[mi][4 * j + 2] = b.x;
+      acc[mi][4 * j + 3] = b.y;
+    }
+  }
+}
+
+/// v14, before the tile's first wgmma: this thread's bias pair (loaded a tile ahead) into the
+/// warpgroup's shared copy (as floats when Slot is float2), then the accumulators from it. Every
+/// thread is past the previous tile's reads (first barrier), then the copy is complete (second);
+/// the fences keep the moves before the first wgmma.fence (as CUTLASS's warpgroup_fence_operand).
+template <class Cfg, typename Slot>
+__device__ __forceinline__ void start_from_bias(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
+                                                Slot (&copy)[Cfg::kBlockN / 2],
+                                                BiasPair<typename Cfg::Element> pair, uint32_t barrier, int thread,
+                                                int quad) {
+  named_barrier_sync(barrier, 128);
+  if (thread < Cfg::kBlockN / 2) {
+    if constexpr (std::is_same_v<Slot, float2>) copy[thread] = unpack_bias<typename Cfg::Element>(pair);
+    else copy[thread] = pair;
+  }
+  named_barrier_sync(barrier, 128);
+  init_bias<Cfg>(acc, copy, quad);
+#pragma unroll
+  for (int mi = 0; mi < Cfg::kMAtoms; ++mi)
+#pragma unroll
+    for (int i = 0; i < Cfg::kBlockN / 2; ++i) fence_operand(acc[mi][i]);
+}
+
+/// acc += bias (v3-v13; the harness's bias_late): the thread's columns 8j + 2 quad + {0, 1} (quad = lane % 4) in both row halves
 /// of each atom, from the tile's bias pairs in shared memory (pair i: columns 2i, 2i + 1).
 template <class Cfg>
 __device__ __forceinline__ void add_bias(float (&acc)[Cfg::kMAtoms][Cfg::kBlockN / 2],
@@ -163,7 +212,7 @@ __device__ __forceinline__ void apply_gelu(float (&acc)[Cfg::kMAtoms][Cfg::kBloc
 }
 
 /// Benchmark only (v7, bench_skip 3): the tanh approximation of GELU, 6 instructions (one MUFU)
-/// per element against gelu_fast's 15 before v8 and 12 since (two MUFU), to measure what each
+/// per element against gelu_fast's 15 before v8, 11 in v9 and 9 since v13 (two MUFU), to measure what each
 /// epilogue instruction costs the other consumer's mainloop. Not the exact GELU: never in the
 /// library.
 template <class Cfg, int First, int Last>

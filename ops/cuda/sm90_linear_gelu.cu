@@ -50,12 +50,13 @@ struct Variant {
   int cluster = 1;
   Epilogue epilogue = Epilogue::Registers;
   int group_m = 16;
-  GeluFit gelu_fit = GeluFit::Shipped;  ///< gelu_fast's fit (the harness also builds Nr9, Degree5)
+  GeluFit gelu_fit = GeluFit::Shipped;  ///< gelu_fast's fit (the harness also builds the others)
   int inflight = 1;  ///< wgmma groups kept in flight (TileConfig::kInflight; the harness builds 2 for Pingpong64)
   bool direct_store = false;  ///< TileConfig::kDirectStore (v7; the harness builds it for Pingpong64, Registers)
   bool smem_gelu = false;     ///< TileConfig::kSmemGelu (v7; likewise)
   bool handoff_last = true;   ///< KernelParams::handoff_last, where TileConfig::kHandoffLast (v10)
 #if defined(KILN_SM90_BENCH_HOOKS)
+  bool bias_late = false;  ///< TileConfig::kBiasLate (v3-v13's bias after the mainloop; shipped configurations)
   int bench_skip = 0;  ///< KernelParams::bench_skip
   unsigned long long* bench_timing = nullptr;  ///< KernelParams::bench_timing (grid x kTimingSlots)
   unsigned long long* bench_tail = nullptr;    ///< KernelParams::bench_tail (grid x kTailSlots)
@@ -68,26 +69,27 @@ struct Variant {
 /// chunked GELU with quarter-tile staging (8 KB per consumer) keeps 5 stages, whole-tile
 /// staging (32 KB) or half-tile unchunked 4; TF32 5.
 template <typename T, Schedule S, int C, Epilogue E, GeluFit Fit = GeluFit::Shipped, int Inflight = 1,
-          bool Direct = false, bool SmemGelu = false>
+          bool Direct = false, bool SmemGelu = false, bool BiasLate = false>
 struct ConfigSelect {
   static constexpr bool kHalf = sizeof(T) == 2;
   static constexpr bool kWhole = kHalf && E != Epilogue::Registers && E != Epilogue::RegistersUnchunked;
   static constexpr bool kChunked = E == Epilogue::Registers;
   using Pingpong64Config = TileConfig<T, 256, true, C, (!kHalf || kChunked) ? 5 : 4,
                                       kChunked ? 64 : (kWhole ? 256 : 128), false, false, Fit, kChunked, 64,
-                                      Inflight, Direct && kHalf && kChunked, SmemGelu && kHalf && kChunked>;
+                                      Inflight, Direct && kHalf && kChunked, SmemGelu && kHalf && kChunked, BiasLate>;
   using type = std::conditional_t<
       S == Schedule::Cooperative,
       TileConfig<T, 256, false, C, !kHalf ? 4 : (kWhole ? 3 : 4), kWhole ? 256 : 128, kHalf && E == Epilogue::Offload,
-                 kHalf && E == Epilogue::Interleaved, Fit, E == Epilogue::Registers, 128, Inflight>,
+                 kHalf && E == Epilogue::Interleaved, Fit, E == Epilogue::Registers, 128, Inflight, false, false,
+                 BiasLate>,
       std::conditional_t<S == Schedule::Pingpong,
                          TileConfig<T, 128, true, C, !kHalf ? 7 : (kWhole ? 5 : 6), kWhole ? 128 : 64, false, false,
                                     Fit>,
                          Pingpong64Config>>;
 };
 template <typename T, Schedule S, int C, Epilogue E, GeluFit Fit = GeluFit::Shipped, int Inflight = 1,
-          bool Direct = false, bool SmemGelu = false>
-using ConfigFor = typename ConfigSelect<T, S, C, E, Fit, Inflight, Direct, SmemGelu>::type;
+          bool Direct = false, bool SmemGelu = false, bool BiasLate = false>
+using ConfigFor = typename ConfigSelect<T, S, C, E, Fit, Inflight, Direct, SmemGelu, BiasLate>::type;
 
 namespace {
 
@@ -288,8 +290,9 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
 /// the shipped GELU fit; 128 x 256 cooperative or, since v7, 64 x 256 ping-pong tiles); the
 /// benchmark harness (KILN_SM90_BENCH_HOOKS) also builds the 128-row ping-pong, cluster,
 /// offloaded, interleaved and unchunked ones, two wgmma groups in flight, v7's direct stores and
-/// staged GELU, the degree-9 fit v5 was measured against and v7's degree-5 fit for the shipped
-/// configurations (v8's comparison; docs/notes/sm90_linear_gelu.md).
+/// staged GELU, the degree-9 fit v5 was measured against and v7's degree-5, v8-v12's and the
+/// scaled bfloat16 fits for the shipped configurations (v8's and v13's comparisons;
+/// docs/notes/sm90_linear_gelu.md).
 template <typename T>
 void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Variant& v) {
 #if defined(KILN_SM90_BENCH_HOOKS)
@@ -297,11 +300,15 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
     const bool nr9 = v.gelu_fit == GeluFit::Nr9;  // the fit before v5 (Registers* only)
     // (The 64 x 256 ping-pong, new in v6, has no degree-9 build.)
     KILN_CHECK(!(nr9 && S == Schedule::Pingpong64), "sm90_linear_gelu: the 64-row ping-pong has no degree-9 build");
-    // (v5-v7's degree-5 fit: built for the two shipped configurations, to compare v8's fits with.)
-    const bool degree5 = v.gelu_fit == GeluFit::Degree5;
-    KILN_CHECK(!degree5 || (S != Schedule::Pingpong && C == 1 && v.epilogue == Epilogue::Registers &&
-                            v.inflight == 1 && !v.direct_store && !v.smem_gelu),
-               "sm90_linear_gelu: the degree-5 GELU fit is built for the shipped configurations only");
+    // (v5-v7's degree-5 fit, v8-v12's (V9) and the scaled bfloat16 one: built for the two shipped
+    // configurations, to compare the shipped fit with.)
+    const bool other_fit = v.gelu_fit == GeluFit::Degree5 || v.gelu_fit == GeluFit::V9 || v.gelu_fit == GeluFit::Scaled;
+    KILN_CHECK(!(other_fit || v.bias_late) || (S != Schedule::Pingpong && C == 1 && v.epilogue == Epilogue::Registers &&
+                                               v.inflight == 1 && !v.direct_store && !v.smem_gelu &&
+                                               !(other_fit && v.bias_late)),
+               "sm90_linear_gelu: GELU fit {} / the bias after the mainloop ({}) are built for the shipped "
+               "configurations only, one at a time",
+               static_cast<int>(v.gelu_fit), v.bias_late);
     // (Two wgmma groups in flight: built for the chunked epilogue of the 64-row ping-pong and of
     // the cooperative tile, one CTA per cluster, only.)
     KILN_CHECK(v.inflight == 1 || (v.inflight == 2 && v.epilogue == Epilogue::Registers &&
@@ -324,8 +331,17 @@ void launch_typed(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varian
             return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Shipped, 1, false, true>>(a, stream,
                                                                                                           v);
         }
-        if constexpr (S != Schedule::Pingpong && C == 1)
-          if (degree5) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Degree5>>(a, stream, v);
+        if constexpr (S != Schedule::Pingpong && C == 1) {
+          if (v.gelu_fit == GeluFit::Degree5)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Degree5>>(a, stream, v);
+          if (v.gelu_fit == GeluFit::V9)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::V9>>(a, stream, v);
+          if (v.gelu_fit == GeluFit::Scaled)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Scaled>>(a, stream, v);
+          if (v.bias_late)
+            return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Shipped, 1, false, false, true>>(
+                a, stream, v);
+        }
         if constexpr (S != Schedule::Pingpong64)
           if (nr9) return launch_config<ConfigFor<T, S, C, Epilogue::Registers, GeluFit::Nr9>>(a, stream, v);
         if constexpr (S == Schedule::Pingpong64 || (S == Schedule::Cooperative && C == 1))

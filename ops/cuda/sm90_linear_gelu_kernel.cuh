@@ -17,8 +17,9 @@
 //     cores to one tile at a time, this is what makes the parity waits sound, since a consumer
 //     skips the other's ring positions and must never wait on a stage whose previous fill
 //     has not landed yet.
-// The epilogue (sm90_epilogue.cuh) adds the bias to the fp32 accumulators, stores pre if
-// asked, applies the exact GELU and stores out, each element once: through a shared-memory
+// The accumulators start from the bias (v14: each tile's first wgmma accumulates onto it). The
+// epilogue (sm90_epilogue.cuh) stores pre if asked, applies the exact GELU and stores out,
+// each element once: through a shared-memory
 // buffer per consumer and TMA stores for 16-bit outputs, or straight from registers. In the
 // 64-row ping-pong (v10) the owner of a CTA's last tile, whose epilogue no mainloop hides,
 // hands half of its chunks to the other consumer, which has finished its own tiles.
@@ -51,6 +52,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "sm90_epilogue.cuh"
@@ -101,8 +103,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kStages = Cfg::kStages;
   // Static shared memory holds the barriers and bias copies (a build without this body has none:
   // sm90_linear_gelu_supported() tells the two apart by it).
-  __shared__ __align__(8) uint64_t barriers[2 * kStages + 7];
-  __shared__ BiasPair<typename Cfg::Element> bias_smem[2][Cfg::kBlockN / 2];  // per consumer: the tile's bias
+  __shared__ __align__(8) uint64_t barriers[2 * kStages + 7];  // (kBarrierBytes below)
+  // The tile's bias per consumer, one buffer seen two ways: v14's start of the accumulators
+  // (bias_start), as floats where shared memory has room (not in the 16-bit cooperative
+  // configuration, whose ring and staging leave under 1 KB), and the harness's bias_late copy
+  // (bias_smem, as loaded).
+  using BiasLoaded = BiasPair<typename Cfg::Element>;
+  constexpr int kTilePairs = Cfg::kBlockN / 2;
+  constexpr int kBarrierBytes = (2 * kStages + 7) * 8;
+  constexpr bool kBiasFloats = Cfg::kDynamicSmem + kBarrierBytes + 2 * kTilePairs * 8 <= 227 * 1024;
+  using BiasSlot = std::conditional_t<kBiasFloats, float2, BiasLoaded>;
+  constexpr int kSlotBytes = static_cast<int>(sizeof(BiasSlot) > sizeof(BiasLoaded) ? sizeof(BiasSlot) : sizeof(BiasLoaded));
+  __shared__ __align__(16) uint8_t bias_buffer[2 * kTilePairs * kSlotBytes];
+  auto& bias_smem = *reinterpret_cast<BiasLoaded(*)[2][kTilePairs]>(bias_buffer);
+  auto& bias_start = *reinterpret_cast<BiasSlot(*)[2][kTilePairs]>(bias_buffer);
   extern __shared__ uint8_t dynamic_smem[];
   const uint32_t ring = (smem_address(dynamic_smem) + 1023u) & ~1023u;
   const uint32_t full0 = smem_address(&barriers[0]);
@@ -266,6 +280,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #else
     constexpr bool epilogue = true, gelu = true, stores = true;
 #endif
+    // v14: the bias is the accumulators' start (the harness's kBiasLate builds add it after).
+    constexpr bool bias_first = !Cfg::kBiasLate;
     // Interleave (harness only; "v5a" in the notes, measured slower than the chunked in-register
     // GELU): the previous tile's half, staged in `staging` as the bias-added
     // pre-activation rounded to T, waits for its GELU and stores at (pending_m0, pending_n0).
@@ -341,6 +357,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // array of its own, not into its accumulators (the same notice).
     constexpr int kHandoffFirst = Cfg::kHandoffChunk * (Cfg::kStageCols / 2);  // first value handed over
     constexpr int kHandoffValues = Cfg::kBlockN / 2 - kHandoffFirst;
+    // The bias of tile unit u_, one column pair per thread (zeros past n, past the last unit or
+    // without bias). v14 loads it a tile ahead, so it has arrived when the tile starts.
+    constexpr int kPairs = Cfg::kBlockN / 2;
+    auto tile_bias = [&](int u_) {
+      BiasPair<T> b{};
+      if (thread < kPairs && u_ < units)
+        b = load_bias_pair(static_cast<const T*>(p.bias), unit_coordinates(u_, p).y * Cfg::kBlockN + 2 * thread, p.n);
+      return b;
+    };
+    BiasPair<T> bias_next{};
+    if constexpr (bias_first) bias_next = tile_bias(cluster + first * clusters);
     for (int local = first;; local += step) {
       const int u = cluster + local * clusters;
       if (u >= units) break;
@@ -353,11 +380,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const int64_t it0 = static_cast<int64_t>(local) * p.k_blocks;
       const int s0 = static_cast<int>(it0 % kStages);
       uint32_t phase = static_cast<uint32_t>(it0 / kStages) & 1u;
-      // The tile's bias, one column pair per thread, read now so its latency hides behind the
-      // mainloop; it goes to the warpgroup's shared copy after the mainloop.
-      constexpr int kPairs = Cfg::kBlockN / 2;
       BiasPair<T> bias_pair{};
-      if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
+      if constexpr (bias_first) {
+        // v14: the tile's bias (loaded a tile ahead) into the accumulators, the next tile's
+        // requested. In the ping-pong this runs while the other consumer's mainloop holds the
+        // tensor cores.
+        start_from_bias<Cfg>(acc, bias_start[consumer], bias_next, 1 + consumer, thread, lane % 4);
+        bias_next = tile_bias(cluster + (local + step) * clusters);
+      } else {
+        // v3-v13: read now so its latency hides behind the mainloop; it goes to the warpgroup's
+        // shared copy after the mainloop.
+        if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
+      }
       KILN_SM90_TIMING(if (timing) t_mark = clock64();)
       if constexpr (Cfg::kPingpong) {
         // The other consumer's previous tile has all its k blocks in (and issued). (Since v6 the
@@ -387,7 +421,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           for (int mi = 0; mi < Cfg::kMAtoms; ++mi) {
             const uint64_t desc_a = smem_descriptor_sw128(a + mi * 64 * 128);
             wgmma_m64<Cfg::kBlockN, typename Cfg::Element>(acc[mi], desc_a + 2 * kk, desc_b + 2 * kk,
-                                                           (kb > 0 || kk > 0) ? 1u : 0u);
+                                                           (bias_first || kb > 0 || kk > 0) ? 1u : 0u);
           }
         }
         wgmma_commit_group();
@@ -441,16 +475,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                                n0 + 2 * (lane % 4), p.m, p.n);
       };
       pending = false;  // (its units all ran: target reaches kUnits at kb = span - 1)
-      // The shared bias copy: every thread is past the previous tile's add_bias (first barrier),
-      // then the copy is complete (second). Interleave: the buffer is free once the previous
-      // tile's stores have read it (thread 0 waits before the first barrier).
+      // bias_late: the shared bias copy: every thread is past the previous tile's add_bias (first
+      // barrier), then the copy is complete (second). Interleave: the buffer is free once the
+      // previous tile's stores have read it (thread 0 waits before the first barrier) and every
+      // thread has run its deferred units (the barrier; its own when the bias came first).
       if constexpr (Cfg::kInterleave) {
         if (p.staged != 0 && thread == 0) bulk_wait_group_read();
+        if constexpr (bias_first) named_barrier_sync(1 + consumer, 128);
       }
-      named_barrier_sync(1 + consumer, 128);
-      if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
-      named_barrier_sync(1 + consumer, 128);
-      add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      if constexpr (!bias_first) {
+        named_barrier_sync(1 + consumer, 128);
+        if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
+        named_barrier_sync(1 + consumer, 128);
+        add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
+      }
       KILN_SM90_TAIL(1);
       // v10: the CTA's last tile hands its later chunks to the other consumer.
       int chunk_end = kChunks;

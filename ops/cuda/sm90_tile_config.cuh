@@ -17,7 +17,7 @@ namespace kiln::cuda_kernels::sm90 {
 /// in-register GELU runs chunk by chunk just before each chunk's store (ChunkGelu, shipped in v5).
 template <typename T, int BlockN, bool Pingpong, int Cluster, int Stages, int StageCols, bool Offload = false,
           bool Interleave = false, GeluFit Fit = GeluFit::Shipped, bool ChunkGelu = false, int BlockM = 128,
-          int Inflight = 1, bool DirectStore = false, bool SmemGelu = false>
+          int Inflight = 1, bool DirectStore = false, bool SmemGelu = false, bool BiasLate = false>
 struct TileConfig {
   using Element = T;
   /// Rows of a tile: 128 when cooperative (64 per consumer); a ping-pong consumer owns a whole
@@ -57,6 +57,10 @@ struct TileConfig {
   /// runs on the buffer (each thread on the vectors it stores), in a rolled chunk loop: one copy
   /// of the GELU's code instead of one per chunk.
   static constexpr bool kSmemGelu = SmemGelu;
+  /// Benchmark only (the harness's comparison): the bias added to the accumulators after the
+  /// mainloop (v3-v13) instead of being their starting value (v14). A compile-time choice: as a
+  /// run-time one, the accumulators' two possible definitions made ptxas serialise every wgmma.
+  static constexpr bool kBiasLate = BiasLate;
   /// v10, the chunked 64 x 256 ping-pong with TMA stores, one CTA per cluster: the epilogue of a
   /// CTA's last tile, which no mainloop hides, is shared. Its owner passes the bias-added values
   /// of the second half of the chunks through the (by then idle) ring to the other consumer, which
