@@ -103,15 +103,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int kStages = Cfg::kStages;
   // Static shared memory holds the barriers and bias copies (a build without this body has none:
   // sm90_linear_gelu_supported() tells the two apart by it).
-  __shared__ __align__(8) uint64_t barriers[2 * kStages + 7];  // (kBarrierBytes below)
+  constexpr int kBarriers = 2 * kStages + 7;  // the ring's full and empty barriers, seven more
+  __shared__ __align__(8) uint64_t barriers[kBarriers];
   // The tile's bias per consumer, one buffer seen two ways: v14's start of the accumulators
   // (bias_start), as floats where shared memory has room (not in the 16-bit cooperative
   // configuration, whose ring and staging leave under 1 KB), and the harness's bias_late copy
   // (bias_smem, as loaded).
   using BiasLoaded = BiasPair<typename Cfg::Element>;
-  constexpr int kTilePairs = Cfg::kBlockN / 2;
-  constexpr int kBarrierBytes = (2 * kStages + 7) * 8;
-  constexpr bool kBiasFloats = Cfg::kDynamicSmem + kBarrierBytes + 2 * kTilePairs * 8 <= 227 * 1024;
+  constexpr int kTilePairs = Cfg::kBlockN / 2;  // bias column pairs of a tile, one per thread below it
+  constexpr bool kBiasFloats = Cfg::kDynamicSmem + sizeof(barriers) + 2 * kTilePairs * 8 <= 227 * 1024;
   using BiasSlot = std::conditional_t<kBiasFloats, float2, BiasLoaded>;
   constexpr int kSlotBytes = static_cast<int>(sizeof(BiasSlot) > sizeof(BiasLoaded) ? sizeof(BiasSlot) : sizeof(BiasLoaded));
   __shared__ __align__(16) uint8_t bias_buffer[2 * kTilePairs * kSlotBytes];
@@ -359,10 +359,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr int kHandoffValues = Cfg::kBlockN / 2 - kHandoffFirst;
     // The bias of tile unit u_, one column pair per thread (zeros past n, past the last unit or
     // without bias). v14 loads it a tile ahead, so it has arrived when the tile starts.
-    constexpr int kPairs = Cfg::kBlockN / 2;
     auto tile_bias = [&](int u_) {
       BiasPair<T> b{};
-      if (thread < kPairs && u_ < units)
+      if (thread < kTilePairs && u_ < units)
         b = load_bias_pair(static_cast<const T*>(p.bias), unit_coordinates(u_, p).y * Cfg::kBlockN + 2 * thread, p.n);
       return b;
     };
@@ -390,7 +389,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       } else {
         // v3-v13: read now so its latency hides behind the mainloop; it goes to the warpgroup's
         // shared copy after the mainloop.
-        if (thread < kPairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
+        if (thread < kTilePairs) bias_pair = load_bias_pair(static_cast<const T*>(p.bias), n0 + 2 * thread, p.n);
       }
       KILN_SM90_TIMING(if (timing) t_mark = clock64();)
       if constexpr (Cfg::kPingpong) {
@@ -485,7 +484,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       if constexpr (!bias_first) {
         named_barrier_sync(1 + consumer, 128);
-        if (thread < kPairs) bias_smem[consumer][thread] = bias_pair;
+        if (thread < kTilePairs) bias_smem[consumer][thread] = bias_pair;
         named_barrier_sync(1 + consumer, 128);
         add_bias<Cfg>(acc, bias_smem[consumer], lane % 4);
       }
