@@ -30,6 +30,8 @@
 // vl = va without v10's last-tile hand-off (v9's va); (v13) vm = va and vn = v0 with v8-v12's
 // eleven-instruction fit, vo = va and vp = v0 with the scaled bfloat16 fit; (v14) vq = va and
 // vr = v0 adding the bias after the mainloop (v3-v13) instead of starting the accumulators from it;
+// vs = va storing from registers (st.global of column pairs, the path of unaligned outputs) instead of
+// staging through shared memory and TMA stores (no last-tile hand-off either);
 //   check profile [0,a,...]                in-kernel clock64/globaltimer profile at the two target
 //                                         shapes (SM clock, mainloop/epilogue/turn-wait cycles per
 //                                         tile) of each variant, full, no GELU, no epilogue;
@@ -75,7 +77,7 @@ void check_lt(cublasStatus_t s, const char* what, int line) {
 #define CK(x) check_cuda((x), #x, __LINE__)
 #define LT(x) check_lt((x), #x, __LINE__)
 
-constexpr int kNumVariants = 28;
+constexpr int kNumVariants = 29;
 constexpr auto kShippedFit = kiln::cuda_kernels::GeluFit::Shipped;
 constexpr auto kNr9 = kiln::cuda_kernels::GeluFit::Nr9;
 constexpr auto kDegree5 = kiln::cuda_kernels::GeluFit::Degree5;
@@ -114,7 +116,12 @@ const sm90::Variant kVariants[kNumVariants] = {{Schedule::Cooperative, 1, Epilog
                                                {Schedule::Pingpong64, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
                                                 false, true, true},
                                                {Schedule::Cooperative, 1, Epilogue::Registers, 16, kShippedFit, 1, false,
-                                                false, true, true}};
+                                                false, true, true},
+                                               [] {
+                                                 sm90::Variant v{Schedule::Pingpong64, 1, Epilogue::Registers};
+                                                 v.force_direct = true;
+                                                 return v;
+                                               }()};
 const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3st GELU offloaded",
                                            "coop 3st whole-tile staging", "pp 6st",
                                            "coop c2 3st GELU offloaded",  "pp c2 6st",
@@ -128,7 +135,8 @@ const char* kVariantNames[kNumVariants] = {"v5: coop 4st chunked GELU",  "coop 3
                                            "v7's v0: coop 4st chunked deg-5", "v9's va: pp64 5st chunked, no handoff",
                                            "v12's va: pp64 5st chunked, v9 fit", "v12's v0: coop 4st chunked, v9 fit",
                                            "va, scaled fit",              "v0, scaled fit",
-                                           "v13's va: pp64, bias after the mainloop", "v13's v0: coop, bias after the mainloop"};
+                                           "v13's va: pp64, bias after the mainloop", "v13's v0: coop, bias after the mainloop",
+                                           "va, stores from registers"};
 /// A variant's one-character name on the command line: 0-9, then a, b, ... (-1: none).
 int variant_index(char ch) {
   const int i = (ch >= '0' && ch <= '9') ? ch - '0' : (ch >= 'a' && ch <= 'z') ? 10 + (ch - 'a') : -1;

@@ -57,6 +57,7 @@ struct Variant {
   bool handoff_last = true;   ///< KernelParams::handoff_last, where TileConfig::kHandoffLast (v10)
 #if defined(KILN_SM90_BENCH_HOOKS)
   bool bias_late = false;  ///< TileConfig::kBiasLate (v3-v13's bias after the mainloop; shipped configurations)
+  bool force_direct = false;  ///< 16-bit outputs stored from registers (as unaligned ones are), never staged
   int bench_skip = 0;  ///< KernelParams::bench_skip
   unsigned long long* bench_timing = nullptr;  ///< KernelParams::bench_timing (grid x kTimingSlots)
   unsigned long long* bench_tail = nullptr;    ///< KernelParams::bench_tail (grid x kTailSlots)
@@ -228,7 +229,10 @@ void launch_config(const Sm90LinearGeluArgs& a, cudaStream_t stream, const Varia
     return base != nullptr && reinterpret_cast<uintptr_t>(base) % 16 == 0 && (ld * 2) % 16 == 0 &&
            ld < (int64_t{1} << 38);
   };
-  const bool staged = Cfg::kCanStage && tma_ok(a.out, a.ldo) && (a.pre == nullptr || tma_ok(a.pre, a.ldp));
+  bool staged = Cfg::kCanStage && tma_ok(a.out, a.ldo) && (a.pre == nullptr || tma_ok(a.pre, a.ldp));
+#if defined(KILN_SM90_BENCH_HOOKS)
+  staged = staged && !v.force_direct;
+#endif
   CUtensorMap map_out{}, map_pre{};
   if (staged) {
     map_out = make_map(a.type, a.out, a.n, a.m, a.ldo, Cfg::kConsumerRows);
