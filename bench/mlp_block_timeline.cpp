@@ -86,6 +86,7 @@ void timeline(const char* title, int calls, const std::function<void()>& spin, c
   }
   std::vector<double> span, gap_before;
   std::vector<std::vector<double>> duration(per_call), gap(per_call);
+  int64_t previous_end = 0;  // the previous call's last end
   for (int c = 0; c < calls; ++c) {
     const size_t first = static_cast<size_t>(c) * per_call;
     int64_t last_end = device[first]->end_ns;
@@ -96,11 +97,8 @@ void timeline(const char* title, int calls, const std::function<void()>& spin, c
       last_end = std::max(last_end, e.end_ns);
     }
     span.push_back(1e-3 * static_cast<double>(last_end - device[first]->start_ns));
-    if (c > 0) {
-      int64_t previous_end = 0;
-      for (size_t k = 0; k < per_call; ++k) previous_end = std::max(previous_end, device[first - per_call + k]->end_ns);
-      gap_before.push_back(1e-3 * static_cast<double>(device[first]->start_ns - previous_end));
-    }
+    if (c > 0) gap_before.push_back(1e-3 * static_cast<double>(device[first]->start_ns - previous_end));
+    previous_end = last_end;
   }
   const double total = 1e-3 * static_cast<double>(device.back()->end_ns - device.front()->start_ns);
   std::printf("%s: %zu device events per call; per call %.2f us (first start to last end over %d calls)\n", title,
