@@ -1,7 +1,7 @@
 // A probe, not Kiln's GEMM: float32 GEMM tiles on Intel AMX's bfloat16 unit through a
 // three-part split, timed against Kiln's own one-thread linear (oneDNN's sgemm on these
 // shapes on Intel), to see whether AMX can take issue 17's one-thread 1024-row rows clearly
-// under MKL. Measured on six H200 hosts (BENCHMARKS.md 9, 2026-12-04, twenty-first
+// under MKL. Measured on seven H200 hosts (BENCHMARKS.md 9, 2026-12-04, twenty-first
 // session): it cannot there; the kernel took 1.3-2.6 times sgemm's time. Kept so the figures
 // can be rerun on other CPUs (Granite Rapids, a host without a hypervisor).
 //
