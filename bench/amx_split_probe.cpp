@@ -59,7 +59,6 @@ struct FloatOperand {
   int64_t row_stride, col_stride;
 };
 
-
 constexpr int64_t kTileValues = 512;  // bfloat16 values in a 16 x 64-byte tile
 
 constexpr int64_t kStepK = 32;        // k per k-step (a tile row holds 32 bfloat16)
@@ -126,7 +125,8 @@ bool pack_a(const FloatOperand& a, int64_t rows, int64_t K, uint16_t* dst) {
       const int64_t k0 = t * kStepK, count = std::min(kStepK, K - k0);
       for (int64_t r = 0; r < kRowsPerBlock; ++r) {
         const int64_t i = s * kRowsPerBlock + r;
-        const float* src = a.data + i * a.row_stride + k0 * a.col_stride;
+        // (a pointer into the operand only for its own rows)
+        const float* src = i < rows ? a.data + i * a.row_stride + k0 * a.col_stride : nullptr;
         if (i >= rows) std::fill(run, run + 32, 0.0f);
         else if (a.col_stride != 1 || count < kStepK) gather32(src, a.col_stride, count, run);
         uint16_t* row = tiles + r * kStepK;
@@ -152,7 +152,7 @@ bool pack_b(const FloatOperand& b, int64_t K, int64_t cols, uint16_t* dst) {
       if (b.col_stride == 1) {
         // Rows of b are contiguous: split 32 columns of row k, then interleave k pairs.
         for (int64_t kk = 0; kk < kStepK; ++kk) {
-          const float* src = b.data + (k0 + kk) * b.row_stride + j0;
+          const float* src = kk < kcount ? b.data + (k0 + kk) * b.row_stride + j0 : nullptr;
           if (kk >= kcount) std::fill(run, run + 32, 0.0f);
           else if (jcount < kColsPerBlock) gather32(src, 1, jcount, run);
           exact &= split32(kk < kcount && jcount == kColsPerBlock ? src : run, parts[0], parts[1], parts[2]);
@@ -165,7 +165,7 @@ bool pack_b(const FloatOperand& b, int64_t K, int64_t cols, uint16_t* dst) {
       // Columns of b (k running along them): split 32 k of column j, then store the k pairs
       // down the tile's rows.
       for (int64_t c = 0; c < kColsPerBlock; ++c) {
-        const float* src = b.data + k0 * b.row_stride + (j0 + c) * b.col_stride;
+        const float* src = c < jcount ? b.data + k0 * b.row_stride + (j0 + c) * b.col_stride : nullptr;
         if (c >= jcount) std::fill(run, run + 32, 0.0f);
         else if (b.row_stride != 1 || kcount < kStepK) gather32(src, b.row_stride, kcount, run);
         exact &= split32(c < jcount && b.row_stride == 1 && kcount == kStepK ? src : run, parts[0], parts[1],
