@@ -19,7 +19,7 @@
 //
 // What it measured (one thread): a 16 x 16 x 32 bfloat16 tile product at 8-28 ns by host (the
 // unit's rate in these VMs, tiles in L1), so six of them cost 50-170 ns against AVX-512
-// float32's 86-130 ns for the same 8192 multiply-adds; splitting and packing both operands
+// float32's 86-150 ns for the same 8192 multiply-adds; splitting and packing both operands
 // about 20% of sgemm's time; the output's adds after each 128 of K ~0.3 ns per element.
 // Accuracy: the split's largest error against float64 was 0.3-0.6 times sgemm's on the same data.
 //
