@@ -30,9 +30,10 @@
 // the same layout and order (any CPU: the packing and blocking stay exercised) and on AMX.
 #include <kiln/kiln.h>
 
+#include "bench/bench_util.h"
+
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -179,8 +180,8 @@ bool pack_b(const FloatOperand& b, int64_t K, int64_t cols, uint16_t* dst) {
   return exact;
 }
 
-// amx::block in scalar code: the same products in the same order per output element (pairs
-// of k summed as TDPBF16PS does, the even one first; no flushing of subnormals).
+// amx::block in scalar code: the same products into the same accumulators in the same order
+// (within a product, k in order; no flushing of subnormals, which the split's range avoids).
 void emulated_block(const uint16_t* a, const uint16_t* b, int64_t ksteps, float* out) {
   std::fill(out, out + 4 * 256, 0.0f);
   // (accumulator, A part, B part) in amx::block's order.
@@ -244,7 +245,6 @@ class PackBuffer {
 
 // The packed operands, per thread, grown to the largest tile it ran.
 thread_local PackBuffer packed_a, packed_b;
-
 
 #ifdef KILN_PROBE_X86
 // The AMX instructions. Tile registers: tmm0/tmm1 hi for column tiles 0 and 1, tmm2/tmm3 lo,
@@ -341,10 +341,10 @@ bool amx_available() {
 #endif
 }
 
-// out (mt x nt, row stride ldo) = a @ b + (bias ? bias : beta * out) through the split, or
+// out (mt x nt, row stride ldo) = a @ b + bias broadcast over the rows through the split, or
 // false (out untouched) when an element is outside the split's exact range.
 bool amx_split_gemm_tile(float* out, int64_t ldo, const FloatOperand& a, const FloatOperand& b, int64_t mt,
-                         int64_t nt, int64_t K, float beta, const float* bias, AmxExecution execution) {
+                         int64_t nt, int64_t K, const float* bias, AmxExecution execution) {
   if (mt <= 0 || nt <= 0 || K <= 0 || K >= (int64_t{1} << 24)) return false;
   const int64_t row_strips = round_up(mt, kRowsPerBlock) / kRowsPerBlock;
   const int64_t col_strips = round_up(nt, kColsPerBlock) / kColsPerBlock;
@@ -353,12 +353,7 @@ bool amx_split_gemm_tile(float* out, int64_t ldo, const FloatOperand& a, const F
   uint16_t* pb = packed_b.get(static_cast<size_t>(col_strips * steps * 6 * kTileValues));
   if (!pack_a(a, mt, K, pa) || !pack_b(b, K, nt, pb)) return false;
 
-  for (int64_t i = 0; i < mt; ++i) {
-    float* row = out + i * ldo;
-    if (bias) std::copy(bias, bias + nt, row);
-    else if (beta == 0.0f) std::fill(row, row + nt, 0.0f);
-    else if (beta != 1.0f) for (int64_t j = 0; j < nt; ++j) row[j] *= beta;
-  }
+  for (int64_t i = 0; i < mt; ++i) std::copy(bias, bias + nt, out + i * ldo);
   const bool hardware = execution == AmxExecution::Hardware;
   if (hardware) amx::configure();
   alignas(64) float tiles[4 * 256];
@@ -382,7 +377,6 @@ bool amx_split_gemm_tile(float* out, int64_t ldo, const FloatOperand& a, const F
   return true;
 }
 
-
 // A float32 tensor of normal values times `scale`, from std's generator seeded with `seed`.
 kiln::Tensor normal_tensor(const kiln::Shape& sizes, float scale, unsigned seed) {
   kiln::Tensor t = kiln::empty(sizes);
@@ -391,13 +385,6 @@ kiln::Tensor normal_tensor(const kiln::Shape& sizes, float scale, unsigned seed)
   float* p = t.data_ptr<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = scale * normal(gen);
   return t;
-}
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median_ms(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2] * 1e3;
 }
 
 // The largest |out - exact| / sum |a b| (bias included) over sampled outputs, in float64;
@@ -429,7 +416,7 @@ bool split_check(AmxExecution execution) {
     for (bool rows : {false, true}) {
       std::vector<float> out(static_cast<size_t>(M * N), std::nanf(""));
       const FloatOperand b = rows ? FloatOperand{wt.data_ptr<float>(), N, 1} : FloatOperand{w.data_ptr<float>(), 1, K};
-      const bool exact = amx_split_gemm_tile(out.data(), N, {x.data_ptr<float>(), K, 1}, b, M, N, K, 0.0f,
+      const bool exact = amx_split_gemm_tile(out.data(), N, {x.data_ptr<float>(), K, 1}, b, M, N, K,
                                              bias.data_ptr<float>(), execution);
       const double err = max_relative_error(out.data(), x.data_ptr<float>(), w.data_ptr<float>(),
                                             bias.data_ptr<float>(), M, K, N, 1, 1);
@@ -467,19 +454,17 @@ int main(int argc, char** argv) {
 
   // The unit's rate: one block's twelve products over four k-steps, panels in L1.
   {
+    kiln::bench::Turns turns;
     uint16_t* a = static_cast<uint16_t*>(std::aligned_alloc(64, 4 * 3 * 1024));
     uint16_t* b = static_cast<uint16_t*>(std::aligned_alloc(64, 4 * 6 * 1024));
     std::fill(a, a + 4 * 3 * 512, uint16_t{0x3f80});
     std::fill(b, b + 4 * 6 * 512, uint16_t{0x3f80});
     alignas(64) float tiles[1024];
     amx::configure();
-    for (int r = 0; r < 1000; ++r) amx::block(a, b, 4, tiles);
-    const int reps = 50000;
-    const double t0 = now_s();
-    for (int r = 0; r < reps; ++r) amx::block(a, b, 4, tiles);
-    const double t1 = now_s();
+    turns.add("block", 10000, [&] { amx::block(a, b, 4, tiles); });
+    turns.run(5);
     amx::release();
-    std::printf("tile product (16x16x32 bfloat16) in a block, panels in L1: %.2f ns\n", (t1 - t0) / (reps * 48.0) * 1e9);
+    std::printf("tile product (16x16x32 bfloat16) in a block, panels in L1: %.2f ns\n", turns.median_ns("block") / 48.0);
     std::free(a);
     std::free(b);
   }
@@ -496,44 +481,31 @@ int main(int argc, char** argv) {
                        bias = normal_tensor({N}, 1.0f, 3);
     std::vector<float> out(static_cast<size_t>(M * N));
     const FloatOperand a{x.data_ptr<float>(), K, 1}, b{w.data_ptr<float>(), 1, K};
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "(%ld,%ld,%ld)", static_cast<long>(M), static_cast<long>(K), static_cast<long>(N));
+    if (!amx_split_gemm_tile(out.data(), N, a, b, M, N, K, bias.data_ptr<float>(), AmxExecution::Hardware)) {
+      std::printf("%-20s an input outside the split's range: not timed\n", shape);
+      continue;
+    }
     kiln::Tensor y;
-    bool exact = true;
-    const auto split = [&] {
-      exact &= amx_split_gemm_tile(out.data(), N, a, b, M, N, K, 0.0f, bias.data_ptr<float>(), AmxExecution::Hardware);
-    };
-    const auto linear = [&] { y = kiln::linear(x, w, bias); };
-    const auto pack = [&] {
+    kiln::bench::Turns turns;  // one call per batch, the three taking turns
+    turns.add("split", 1, [&] {
+      amx_split_gemm_tile(out.data(), N, a, b, M, N, K, bias.data_ptr<float>(), AmxExecution::Hardware);
+    });
+    turns.add("linear", 1, [&] { y = kiln::linear(x, w, bias); });
+    turns.add("pack", 1, [&] {
       pack_a(a, M, K, packed_a.data());
       pack_b(b, K, N, packed_b.data());
-    };
-    split();
-    linear();
-    std::vector<double> ts, tl, tp;
-    for (int r = 0; r < repeats; ++r) {
-      const double t0 = now_s();
-      split();
-      const double t1 = now_s();
-      linear();
-      const double t2 = now_s();
-      pack();
-      const double t3 = now_s();
-      ts.push_back(t1 - t0);
-      tl.push_back(t2 - t1);
-      tp.push_back(t3 - t2);
-    }
+    });
+    turns.run(repeats);
+    const double split_ms = turns.median_ns("split") * 1e-6, linear_ms = turns.median_ns("linear") * 1e-6;
     const int64_t row_step = std::max<int64_t>(1, M / 37);
     const double es = max_relative_error(out.data(), x.data_ptr<float>(), w.data_ptr<float>(), bias.data_ptr<float>(),
                                          M, K, N, row_step, 7);
     const double el = max_relative_error(y.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
                                          bias.data_ptr<float>(), M, K, N, row_step, 7);
-    char shape[64];
-    std::snprintf(shape, sizeof shape, "(%ld,%ld,%ld)", static_cast<long>(M), static_cast<long>(K), static_cast<long>(N));
-    if (!exact) {
-      std::printf("%-20s an input outside the split's range: not timed\n", shape);
-      continue;
-    }
-    std::printf("%-20s %10.3f %10.3f %7.3f %9.3f %11.3g %11.3g\n", shape, median_ms(ts), median_ms(tl),
-                median_ms(ts) / median_ms(tl), median_ms(tp), es, el);
+    std::printf("%-20s %10.3f %10.3f %7.3f %9.3f %11.3g %11.3g\n", shape, split_ms, linear_ms, split_ms / linear_ms,
+                turns.median_ns("pack") * 1e-6, es, el);
   }
   return 0;
 }
