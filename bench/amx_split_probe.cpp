@@ -1,8 +1,8 @@
 // A probe, not Kiln's GEMM: float32 GEMM tiles on Intel AMX's bfloat16 unit through a
 // three-part split, timed against Kiln's own one-thread linear (oneDNN's sgemm on these
 // shapes on Intel), to see whether AMX can take issue 17's one-thread 1024-row rows clearly
-// under MKL. Measured on seven H200 hosts (BENCHMARKS.md 9, 2026-12-04, twenty-first
-// session): it cannot there; the kernel took 1.3-2.6 times sgemm's time. Kept so the figures
+// under MKL. Measured on eight H200 hosts (BENCHMARKS.md 9, 2026-12-04, twenty-first
+// session): it cannot there; the kernel took 1.3-3.1 times sgemm's time. Kept so the figures
 // can be rerun on other CPUs (Granite Rapids, a host without a hypervisor).
 //
 // The method. A float32 x in [2^-50, 2^51) (or zero) is exactly x0 + x1 + x2, three bfloat16
@@ -17,8 +17,8 @@
 // blocks, 16 x 32 at a time (four tiles in registers, two A parts, one B part for two tiles).
 // Outside the exact range the tile says so and a float32 kernel would run instead.
 //
-// What it measured (one thread): a 16 x 16 x 32 bfloat16 tile product at 8-28 ns by host (the
-// unit's rate in these VMs, tiles in L1), so six of them cost 50-170 ns against AVX-512
+// What it measured (one thread): a 16 x 16 x 32 bfloat16 tile product at 8-40 ns by host (the
+// unit's rate in these VMs, tiles in L1), so six of them cost 50-240 ns against AVX-512
 // float32's 86-150 ns for the same 8192 multiply-adds; splitting and packing both operands
 // about 20% of sgemm's time; the output's adds after each 128 of K ~0.3 ns per element.
 // Accuracy: the split's largest error against float64 was 0.3-0.6 times sgemm's on the same data.
